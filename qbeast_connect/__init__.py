@@ -1,0 +1,55 @@
+"""qbeast-connect: Qbeast tables for Spark Connect clients."""
+
+from __future__ import annotations
+
+from qbeast_connect.exceptions import (
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    CorruptLogError,
+    InvalidOptionError,
+    JavaNotFoundError,
+    MetadataFormatError,
+    MissingDependencyError,
+    NotAQbeastTableError,
+    PluginUnavailableError,
+    QbeastError,
+    RevisionConflictError,
+    SchemaMismatchError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsafePathError,
+    UnsupportedProtocolError,
+)
+
+from qbeast_connect.spark.session import session, stop
+from qbeast_connect.spark.write import DataFrameQbeastWriter, WriteResult, write, writer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommitConflictError",
+    "CommitRetriesExhaustedError",
+    "CorruptLogError",
+    "InvalidOptionError",
+    "JavaNotFoundError",
+    "MetadataFormatError",
+    "MissingDependencyError",
+    "NotAQbeastTableError",
+    "PluginUnavailableError",
+    "QbeastError",
+    "RevisionConflictError",
+    "SchemaMismatchError",
+    "StorageError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "UnsafePathError",
+    "UnsupportedProtocolError",
+    "DataFrameQbeastWriter",
+    "WriteResult",
+    "__version__",
+    "session",
+    "stop",
+    "write",
+    "writer",
+]

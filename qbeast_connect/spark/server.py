@@ -1,0 +1,218 @@
+"""A Spark Connect server process started and owned by this Python process.
+
+The server runs as a child process (``spark-submit`` of the Connect server class that
+ships inside the pyspark wheel), so the client process itself never hosts a JVM. The
+server's Python workers run the same interpreter as the client, which has the
+qbeast-connect packages installed, so the server plugin is importable there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from qbeast_connect.exceptions import JavaNotFoundError, MissingDependencyError, QbeastError
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+#: Server settings every server started by qbeast-connect gets (the caller may override).
+DEFAULT_SERVER_CONF: Mapping[str, str] = {
+    # Python Data Source readers only receive pushed filters with this flag on.
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "4g",
+}
+
+
+def find_java() -> str:
+    """Return the path of the ``java`` executable a server would use.
+
+    Raises:
+        JavaNotFoundError: no Java runtime is on ``JAVA_HOME`` or ``PATH``.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("java")
+    if found:
+        return found
+    raise JavaNotFoundError(
+        "no Java runtime found: an embedded Spark Connect server needs Java 17. Install it "
+        "(Debian/Ubuntu: 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME; or pass "
+        "remote='sc://host:port' (or set SPARK_REMOTE) to use an existing Connect server"
+    )
+
+
+def _spark_home() -> str:
+    try:
+        import pyspark
+    except ImportError as exc:  # pragma: no cover - pyspark is a hard dependency
+        raise MissingDependencyError(
+            "pyspark is not installed: install 'qbeast-connect' (it depends on pyspark[connect])"
+        ) from exc
+    home = Path(pyspark.__file__).parent
+    if not (home / "jars").is_dir():
+        raise MissingDependencyError(
+            "this pyspark installation has no server jars (is it 'pyspark-client'?): an embedded "
+            "server needs the full 'pyspark[connect]' package; or connect to a remote server"
+        )
+    return str(home)
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalConnectServer:
+    """A Spark Connect server running as a child process on ``127.0.0.1:<port>``.
+
+    Args:
+        master: Spark master of the server, ``local[N]`` by default with N = CPU count.
+        port: TCP port; a free one is chosen when None.
+        conf: extra Spark settings for the server (static or runtime).
+        log_path: where the server's output goes; a temporary file when None.
+    """
+
+    def __init__(
+        self,
+        *,
+        master: str | None = None,
+        port: int | None = None,
+        conf: Mapping[str, str] | None = None,
+        log_path: str | None = None,
+    ) -> None:
+        self.master = master or f"local[{os.cpu_count() or 2}]"
+        self.port = port or free_port()
+        self.conf = {**DEFAULT_SERVER_CONF, **(conf or {})}
+        if log_path is None:
+            fd, log_path = tempfile.mkstemp(prefix="qbeast-connect-server-", suffix=".log")
+            os.close(fd)
+        self.log_path = log_path
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The ``sc://`` URL clients use to reach this server."""
+        return f"sc://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The server process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def command(self) -> list[str]:
+        """The command line that starts the server."""
+        home = _spark_home()
+        conf = dict(self.conf)
+        conf.setdefault("spark.pyspark.python", sys.executable)
+        conf.setdefault("spark.pyspark.driver.python", sys.executable)
+        conf["spark.connect.grpc.binding.port"] = str(self.port)
+        conf["spark.connect.grpc.binding.address"] = "127.0.0.1"
+        args = [
+            os.path.join(home, "bin", "spark-submit"),
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            self.master,
+            "--name",
+            "qbeast-connect",
+        ]
+        for key, value in conf.items():
+            if key == "spark.driver.memory":
+                args += ["--driver-memory", value]
+            else:
+                args += ["--conf", f"{key}={value}"]
+        return [*args, "spark-internal"]
+
+    def start(self, timeout: float = 120.0) -> LocalConnectServer:
+        """Start the server and wait until it accepts connections.
+
+        Raises:
+            JavaNotFoundError: Java is missing.
+            QbeastError: the server exited or did not open its port in time.
+        """
+        java = find_java()
+        env = dict(os.environ)
+        env["SPARK_HOME"] = _spark_home()
+        env.setdefault("JAVA_HOME", str(Path(os.path.realpath(java)).parent.parent))
+        env["PYSPARK_PYTHON"] = sys.executable
+        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        env.pop("SPARK_REMOTE", None)
+        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                self.command(),
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        atexit.register(self.stop)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise QbeastError(
+                    f"the Spark Connect server exited with code {self._process.returncode} "
+                    f"while starting; its log is {self.log_path}:\n{self._log_tail()}"
+                )
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise QbeastError(
+            f"the Spark Connect server did not open port {self.port} within {timeout:.0f} s; "
+            f"its log is {self.log_path}"
+        )
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            text = Path(self.log_path).read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def is_running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL), as a crash would."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

@@ -1,0 +1,123 @@
+"""Spark Connect sessions: to a remote server, or to an embedded local one."""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import TYPE_CHECKING
+
+from qbeast_connect.exceptions import PluginUnavailableError, QbeastError
+from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.server import LocalConnectServer
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession
+
+_lock = threading.Lock()
+_cache: dict[str, SparkSession] = {}
+_embedded: dict[str, LocalConnectServer] = {}
+
+#: Format names of the server plugin's data sources.
+SNAPSHOT_FORMAT = "qbeast_snapshot"
+WRITE_FORMAT = "qbeast_write"
+
+
+def session(remote: str | None = None, **conf: str) -> SparkSession:
+    """Return a Spark Connect session with the qbeast server plugin available.
+
+    Args:
+        remote: an ``sc://host:port`` URL. When None, ``SPARK_REMOTE`` is used if set;
+            otherwise an embedded Connect server is started as a child process on a free
+            localhost port (it needs Java 17) and stopped when this process exits.
+        **conf: Spark settings. For an embedded server they are passed at start-up, so
+            static settings work too; for a remote server they are set on the session.
+
+    Returns:
+        The session. Calling ``session()`` again with the same target returns the same one.
+
+    Raises:
+        JavaNotFoundError: an embedded server was needed and no Java runtime was found.
+        PluginUnavailableError: the server cannot import the qbeast server plugin.
+
+    Example:
+        >>> import qbeast_connect as qc
+        >>> spark = qc.session()  # doctest: +SKIP
+    """
+    target = remote or os.environ.get("SPARK_REMOTE") or "embedded"
+    with _lock:
+        cached = _cache.get(target)
+        if cached is not None and not _is_stopped(cached):
+            return cached
+        if target == "embedded":
+            server = _embedded.get(target)
+            if server is None or not server.is_running():
+                server = LocalConnectServer(conf={k: str(v) for k, v in conf.items()}).start()
+                _embedded[target] = server
+            spark = _connect(server.url, {})
+        else:
+            spark = _connect(target, conf)
+        register_plugin(spark)
+        _cache[target] = spark
+        return spark
+
+
+def embedded_server() -> LocalConnectServer | None:
+    """The embedded server started by :func:`session`, if any."""
+    return _embedded.get("embedded")
+
+
+def stop() -> None:
+    """Stop every session created here and the embedded server, if one was started."""
+    with _lock:
+        for spark in _cache.values():
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001 - best effort on shutdown
+                pass
+        _cache.clear()
+        for server in _embedded.values():
+            server.stop()
+        _embedded.clear()
+
+
+def _is_stopped(spark: SparkSession) -> bool:
+    return bool(getattr(spark, "is_stopped", False))
+
+
+def _connect(url: str, conf: dict[str, str]) -> SparkSession:
+    from pyspark.sql.connect.session import SparkSession
+
+    builder = SparkSession.builder.remote(url)
+    with warnings.catch_warnings():
+        # Connect warns for every non-SQL setting it cannot change at run time.
+        warnings.simplefilter("ignore", UserWarning)
+        spark = builder.create()
+        for key, value in conf.items():
+            spark.conf.set(key, str(value))
+    return spark
+
+
+def register_plugin(spark: SparkSession) -> None:
+    """Register the plugin's data sources on ``spark`` and check the server can run them.
+
+    Raises:
+        PluginUnavailableError: the server's Python workers cannot import ``server_plugin``.
+    """
+    from server_plugin.datasource import QbeastSnapshotSource, QbeastWriteSource
+
+    spark.dataSource.register(QbeastSnapshotSource)
+    spark.dataSource.register(QbeastWriteSource)
+    try:
+        with translate_errors():
+            rows = spark.read.format(SNAPSHOT_FORMAT).option("probe", "true").load().collect()
+    except QbeastError:
+        raise
+    except Exception as exc:
+        raise PluginUnavailableError(
+            "the Spark Connect server cannot run the qbeast server plugin: install "
+            "'qbeast-connect' in the Python environment of the server's workers "
+            f"(spark.pyspark.python) and restart it. Server said: {str(exc).splitlines()[0]}"
+        ) from exc
+    if not rows or rows[0]["kind"] != "plugin":
+        raise PluginUnavailableError(f"unexpected answer from the server plugin probe: {rows!r}")
