@@ -1,0 +1,388 @@
+"""Write and read Delta checkpoints and the ``_last_checkpoint`` hint.
+
+We write classic single-file V1 checkpoints (``N.checkpoint.parquet``): one row per
+action, each row holding exactly one non-null top-level struct column. The schema is
+the one every reader expects (kernel treats some nested fields as required):
+
+    protocol: struct<minReaderVersion:int32, minWriterVersion:int32,
+                     readerFeatures:list<string>, writerFeatures:list<string>>
+    metaData: struct<id, name, description, format:struct<provider, options:map>,
+                     schemaString, partitionColumns:list<string>,
+                     configuration:map<string,string>, createdTime:int64>
+    txn:      struct<appId, version:int64, lastUpdated:int64>
+    add:      struct<path, partitionValues:map, size:int64, modificationTime:int64,
+                     dataChange:bool, stats:string, tags:map>
+    remove:   struct<path, deletionTimestamp:int64, dataChange:bool,
+                     extendedFileMetadata:bool, partitionValues:map, size:int64>
+    domainMetadata: struct<domain, configuration, removed:bool>
+
+The file is published with an atomic replace (racing writers produce equivalent
+content), then ``_last_checkpoint`` is written unless it already names a newer version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError, UnsupportedProtocolError
+
+from .actions import (
+    Action,
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    action_from_json,
+)
+from .file_stats import stats_json_from_values
+from .log_reader import (
+    LAST_CHECKPOINT_PATH,
+    DeltaSnapshot,
+    LastCheckpoint,
+    checkpoint_path,
+    multipart_checkpoint_path,
+    read_last_checkpoint,
+)
+from .properties import (
+    CHECKPOINT_INTERVAL,
+    CHECKPOINT_INTERVAL_DEFAULT,
+    DELETED_FILE_RETENTION,
+    DELETED_FILE_RETENTION_DEFAULT,
+    get_int,
+    get_interval_ms,
+)
+from .storage import Storage
+
+__all__ = [
+    "CHECKPOINT_SCHEMA",
+    "checkpoint_interval",
+    "read_checkpoint",
+    "write_checkpoint",
+]
+
+logger = logging.getLogger(__name__)
+
+_STR_MAP = pa.map_(pa.string(), pa.string())
+
+CHECKPOINT_SCHEMA = pa.schema(
+    [
+        pa.field(
+            "protocol",
+            pa.struct(
+                [
+                    pa.field("minReaderVersion", pa.int32()),
+                    pa.field("minWriterVersion", pa.int32()),
+                    pa.field("readerFeatures", pa.list_(pa.string())),
+                    pa.field("writerFeatures", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+        pa.field(
+            "metaData",
+            pa.struct(
+                [
+                    pa.field("id", pa.string()),
+                    pa.field("name", pa.string()),
+                    pa.field("description", pa.string()),
+                    pa.field(
+                        "format",
+                        pa.struct(
+                            [pa.field("provider", pa.string()), pa.field("options", _STR_MAP)]
+                        ),
+                    ),
+                    pa.field("schemaString", pa.string()),
+                    pa.field("partitionColumns", pa.list_(pa.string())),
+                    pa.field("configuration", _STR_MAP),
+                    pa.field("createdTime", pa.int64()),
+                ]
+            ),
+        ),
+        pa.field(
+            "txn",
+            pa.struct(
+                [
+                    pa.field("appId", pa.string()),
+                    pa.field("version", pa.int64()),
+                    pa.field("lastUpdated", pa.int64()),
+                ]
+            ),
+        ),
+        pa.field(
+            "add",
+            pa.struct(
+                [
+                    pa.field("path", pa.string()),
+                    pa.field("partitionValues", _STR_MAP),
+                    pa.field("size", pa.int64()),
+                    pa.field("modificationTime", pa.int64()),
+                    pa.field("dataChange", pa.bool_()),
+                    pa.field("stats", pa.string()),
+                    pa.field("tags", _STR_MAP),
+                ]
+            ),
+        ),
+        pa.field(
+            "remove",
+            pa.struct(
+                [
+                    pa.field("path", pa.string()),
+                    pa.field("deletionTimestamp", pa.int64()),
+                    pa.field("dataChange", pa.bool_()),
+                    pa.field("extendedFileMetadata", pa.bool_()),
+                    pa.field("partitionValues", _STR_MAP),
+                    pa.field("size", pa.int64()),
+                ]
+            ),
+        ),
+        pa.field(
+            "domainMetadata",
+            pa.struct(
+                [
+                    pa.field("domain", pa.string()),
+                    pa.field("configuration", pa.string()),
+                    pa.field("removed", pa.bool_()),
+                ]
+            ),
+        ),
+    ]
+)
+"""The pyarrow schema of the checkpoints we write."""
+
+_ACTION_COLUMNS = ("protocol", "metaData", "txn", "add", "remove", "domainMetadata")
+_V2_COLUMNS = ("checkpointMetadata", "sidecar")
+
+
+def checkpoint_interval(metadata: Metadata) -> int:
+    """Return ``delta.checkpointInterval`` (default 10): checkpoint every N versions.
+
+    Raises:
+        InvalidOptionError: The property is not a positive integer.
+    """
+    interval = get_int(metadata.configuration, CHECKPOINT_INTERVAL, CHECKPOINT_INTERVAL_DEFAULT)
+    if interval <= 0:
+        raise InvalidOptionError(
+            f"table property {CHECKPOINT_INTERVAL}={interval} must be a positive integer"
+        )
+    return interval
+
+
+def _pairs(mapping: Mapping[str, Any] | None) -> list[tuple[str, Any]] | None:
+    return None if mapping is None else list(mapping.items())
+
+
+def _protocol_row(p: Protocol) -> dict[str, Any]:
+    return {
+        "minReaderVersion": p.min_reader_version,
+        "minWriterVersion": p.min_writer_version,
+        "readerFeatures": None if p.reader_features is None else list(p.reader_features),
+        "writerFeatures": None if p.writer_features is None else list(p.writer_features),
+    }
+
+
+def _metadata_row(m: Metadata) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "name": m.name,
+        "description": m.description,
+        "format": {"provider": m.format_provider, "options": _pairs(m.format_options) or []},
+        "schemaString": m.schema_string,
+        "partitionColumns": list(m.partition_columns),
+        "configuration": _pairs(m.configuration) or [],
+        "createdTime": m.created_time,
+    }
+
+
+def _add_row(a: AddFile) -> dict[str, Any]:
+    return {
+        "path": a.path,
+        "partitionValues": _pairs(a.partition_values) or [],
+        "size": a.size,
+        "modificationTime": a.modification_time,
+        "dataChange": False,
+        "stats": a.stats,
+        "tags": _pairs(a.tags),
+    }
+
+
+def _remove_row(r: RemoveFile) -> dict[str, Any]:
+    return {
+        "path": r.path,
+        "deletionTimestamp": r.deletion_timestamp,
+        "dataChange": False,
+        "extendedFileMetadata": r.extended_file_metadata,
+        "partitionValues": _pairs(r.partition_values),
+        "size": r.size,
+    }
+
+
+def _txn_row(t: Txn) -> dict[str, Any]:
+    return {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated}
+
+
+def _domain_row(d: DomainMetadata) -> dict[str, Any]:
+    return {"domain": d.domain, "configuration": d.configuration, "removed": False}
+
+
+def checkpoint_table(snapshot: DeltaSnapshot, *, now_ms: int | None = None) -> pa.Table:
+    """Build the checkpoint rows of a snapshot as a pyarrow table.
+
+    Args:
+        snapshot: The state to checkpoint.
+        now_ms: Current time (epoch ms) for tombstone expiry; defaults to the clock.
+
+    Returns:
+        A table with :data:`CHECKPOINT_SCHEMA`: protocol, metaData, txns, live adds
+        (``dataChange=false``), unexpired tombstones, live domain metadata.
+    """
+    now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    retention = get_interval_ms(
+        snapshot.metadata.configuration, DELETED_FILE_RETENTION, DELETED_FILE_RETENTION_DEFAULT
+    )
+    assert retention is not None
+    cutoff = now - retention
+    rows: dict[str, list[dict[str, Any] | None]] = {name: [] for name in _ACTION_COLUMNS}
+
+    def emit(column: str, row: dict[str, Any]) -> None:
+        for name, values in rows.items():
+            values.append(row if name == column else None)
+
+    emit("protocol", _protocol_row(snapshot.protocol))
+    emit("metaData", _metadata_row(snapshot.metadata))
+    for txn in snapshot.txns.values():
+        emit("txn", _txn_row(txn))
+    for add in snapshot.files.values():
+        emit("add", _add_row(add))
+    for remove in snapshot.tombstones.values():
+        if remove.deletion_timestamp is not None and remove.deletion_timestamp > cutoff:
+            emit("remove", _remove_row(remove))
+    for domain in snapshot.domain_metadata.values():
+        emit("domainMetadata", _domain_row(domain))
+    arrays = [pa.array(rows[f.name], type=f.type) for f in CHECKPOINT_SCHEMA]
+    return pa.Table.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
+
+
+def write_checkpoint(storage: Storage, snapshot: DeltaSnapshot) -> None:
+    """Write the classic checkpoint of ``snapshot`` and update ``_last_checkpoint``.
+
+    The parquet file is published atomically (temp + replace). The hint is written
+    afterwards, and only when no existing hint names a newer version, so the hint never
+    regresses and never names a checkpoint that is not complete.
+
+    Args:
+        storage: The table storage.
+        snapshot: The state at ``snapshot.version`` (commit ``N.json`` must be durable).
+
+    Raises:
+        StorageError: Writing failed (callers running it post-commit should log, not fail).
+    """
+    table = checkpoint_table(snapshot)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    data = sink.getvalue().to_pybytes()
+    storage.put_atomic(checkpoint_path(snapshot.version), data)
+    existing = read_last_checkpoint(storage)
+    if existing is not None and existing.version > snapshot.version:
+        logger.info(
+            "not updating %s: it names version %s, newer than %s",
+            LAST_CHECKPOINT_PATH,
+            existing.version,
+            snapshot.version,
+        )
+        return
+    hint = LastCheckpoint(
+        version=snapshot.version,
+        size=table.num_rows,
+        size_in_bytes=len(data),
+        num_of_add_files=len(snapshot.files),
+    )
+    payload = {
+        "version": hint.version,
+        "size": hint.size,
+        "sizeInBytes": hint.size_in_bytes,
+        "numOfAddFiles": hint.num_of_add_files,
+    }
+    storage.put_atomic(
+        LAST_CHECKPOINT_PATH, json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    )
+
+
+def _read_part(storage: Storage, path: str) -> list[Action]:
+    try:
+        data = storage.read_bytes(path)
+    except FileNotFoundError as exc:
+        raise CorruptLogError(
+            f"checkpoint file {path} disappeared while reading; retry the read"
+        ) from exc
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        names = set(parquet.schema_arrow.names)
+        for v2 in _V2_COLUMNS:
+            if v2 in names:
+                column = parquet.read(columns=[v2]).column(0)
+                if column.null_count < len(column):
+                    raise UnsupportedProtocolError(
+                        f"checkpoint {path} is a V2 checkpoint ({v2} rows), which needs the "
+                        "v2Checkpoint feature that qbeast-connect does not support"
+                    )
+        present = [c for c in _ACTION_COLUMNS if c in names]
+        table = parquet.read(columns=present)
+    except UnsupportedProtocolError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CorruptLogError(f"checkpoint {path} is not a readable parquet file ({exc})") from exc
+    actions: list[Action] = []
+    for name in present:
+        column = table.column(name)
+        if column.null_count == len(column):
+            continue
+        for row in column.to_pylist():
+            if row is None:
+                continue
+            if name == "add" and row.get("stats") is None and row.get("stats_parsed") is not None:
+                row["stats"] = stats_json_from_values(row["stats_parsed"])
+            try:
+                action = action_from_json({name: row})
+            except CorruptLogError as exc:
+                raise CorruptLogError(f"checkpoint {path}: {exc.message}") from exc
+            if action is not None:
+                actions.append(action)
+    return actions
+
+
+def read_checkpoint(storage: Storage, version: int, parts: int | None = None) -> list[Action]:
+    """Read the actions of a classic (``parts=None``) or multi-part checkpoint.
+
+    Args:
+        storage: The table storage.
+        version: The checkpoint's version.
+        parts: Number of parts of a multi-part checkpoint; None for a single file.
+
+    Returns:
+        Its actions (removes first, then the others), ready for replay.
+
+    Raises:
+        CorruptLogError: A file is missing or not a readable checkpoint.
+        UnsupportedProtocolError: It is a V2 checkpoint (``checkpointMetadata``/``sidecar``).
+    """
+    paths: Sequence[str]
+    if parts is None:
+        paths = [checkpoint_path(version)]
+    else:
+        paths = [multipart_checkpoint_path(version, i, parts) for i in range(1, parts + 1)]
+    actions: list[Action] = []
+    for path in paths:
+        actions.extend(_read_part(storage, path))
+    # A checkpoint is reconciled state: order does not matter, except that a file both
+    # added and removed (never written by a correct writer) must stay live.
+    removes = [a for a in actions if isinstance(a, RemoveFile)]
+    others = [a for a in actions if not isinstance(a, RemoveFile)]
+    return removes + others

@@ -1,0 +1,702 @@
+"""List and replay a Delta log into a snapshot.
+
+Reconstruction (Delta PROTOCOL "Action Reconciliation"):
+
+1. List ``_delta_log`` (from the ``_last_checkpoint`` hint when it parses, falling back
+   to a full listing when the hint is stale, missing or wrong).
+2. Take the newest *complete* checkpoint at or below the target version; commits from
+   there to the target must all exist (without a checkpoint they start at 0). A gap is
+   corruption.
+3. Replay the checkpoint rows, then each commit in order: the last ``protocol`` and
+   ``metaData`` win, the last ``txn`` per ``appId`` wins, ``add`` puts a file in the live
+   set (and clears its tombstone), ``remove`` drops it and records a tombstone.
+4. Check the protocol (:func:`protocol.check_readable`) before anything else is used.
+
+Files are keyed by their normalized path (percent-decoded, relative to the table root;
+see :func:`actions.normalize_path`), which is also the path to give to ``Storage``.
+
+Example:
+    ```python
+    snapshot = read_snapshot(storage_for("/data/t"))
+    for key, add in snapshot.files.items():
+        print(key, add.size, add.tags)
+    ```
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from qbeast_connect.exceptions import (
+    CorruptLogError,
+    InvalidOptionError,
+    TableNotFoundError,
+    UnsupportedProtocolError,
+)
+
+from .actions import (
+    Action,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    FrozenMap,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    decode_commit,
+    normalize_path,
+)
+from .properties import (
+    ENABLE_IN_COMMIT_TIMESTAMPS,
+    SET_TRANSACTION_RETENTION,
+    get_interval_ms,
+)
+from .protocol import check_readable
+from .schema import delta_to_arrow_schema
+from .storage import FileInfo, Storage
+
+__all__ = [
+    "LAST_CHECKPOINT_PATH",
+    "LOG_DIR",
+    "CheckpointRef",
+    "DeltaSnapshot",
+    "LastCheckpoint",
+    "LogListing",
+    "checkpoint_path",
+    "commit_path",
+    "history",
+    "latest_version",
+    "list_log",
+    "multipart_checkpoint_path",
+    "parse_log_file_name",
+    "read_commit",
+    "read_last_checkpoint",
+    "read_snapshot",
+    "replay",
+    "version_at_timestamp",
+]
+
+logger = logging.getLogger(__name__)
+
+LOG_DIR = "_delta_log"
+LAST_CHECKPOINT_PATH = f"{LOG_DIR}/_last_checkpoint"
+
+_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+_MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+_UUID_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
+
+
+def commit_path(version: int) -> str:
+    """Return ``_delta_log/<version:020d>.json``."""
+    _check_version(version)
+    return f"{LOG_DIR}/{version:020d}.json"
+
+
+def checkpoint_path(version: int) -> str:
+    """Return ``_delta_log/<version:020d>.checkpoint.parquet`` (classic single file)."""
+    _check_version(version)
+    return f"{LOG_DIR}/{version:020d}.checkpoint.parquet"
+
+
+def multipart_checkpoint_path(version: int, part: int, parts: int) -> str:
+    """Return the path of part ``part`` (1-based) of a ``parts``-part checkpoint."""
+    _check_version(version)
+    return f"{LOG_DIR}/{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
+
+
+def _check_version(version: int) -> None:
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version < 10**20:
+        raise InvalidOptionError(f"invalid table version {version!r}; versions are ints >= 0")
+
+
+def parse_log_file_name(name: str) -> tuple[str, int, int | None, int | None] | None:
+    """Classify a file name found in ``_delta_log``.
+
+    Args:
+        name: A bare file name (no directory).
+
+    Returns:
+        ``(kind, version, part, parts)`` with kind ``"commit"``, ``"checkpoint"``,
+        ``"multipart"`` or ``"uuid"`` (part/parts only for multipart), or None for any
+        other file (``.crc``, compacted logs, temp files, ``_last_checkpoint``, ...).
+    """
+    m = _COMMIT_RE.match(name)
+    if m:
+        return ("commit", int(m.group(1)), None, None)
+    m = _CHECKPOINT_RE.match(name)
+    if m:
+        return ("checkpoint", int(m.group(1)), None, None)
+    m = _MULTIPART_RE.match(name)
+    if m:
+        part, parts = int(m.group(2)), int(m.group(3))
+        if 1 <= part <= parts:
+            return ("multipart", int(m.group(1)), part, parts)
+        return None
+    m = _UUID_CHECKPOINT_RE.match(name)
+    if m:
+        return ("uuid", int(m.group(1)), None, None)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRef:
+    """A complete checkpoint found in the listing.
+
+    Attributes:
+        version: Table version the checkpoint describes.
+        parts: None for a classic single file, else the number of parts.
+        files: The checkpoint's file(s) (``_delta_log``-relative names), in part order.
+        mtime_ms: Newest modification time among the files.
+    """
+
+    version: int
+    parts: int | None
+    files: tuple[FileInfo, ...]
+    mtime_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogListing:
+    """What a listing of ``_delta_log`` found.
+
+    Attributes:
+        commits: Commit files by version.
+        checkpoints: Complete classic or multi-part checkpoints by version (a classic
+            file is preferred when both exist).
+        uuid_checkpoints: Versions with UUID-named (V2) checkpoints.
+        complete_from: Lowest version the listing covers (0 for a full listing).
+    """
+
+    commits: Mapping[int, FileInfo]
+    checkpoints: Mapping[int, CheckpointRef]
+    uuid_checkpoints: frozenset[int]
+    complete_from: int = 0
+
+    @property
+    def latest_version(self) -> int | None:
+        """Newest version found (commit or checkpoint), or None."""
+        versions = list(self.commits) + list(self.checkpoints)
+        return max(versions) if versions else None
+
+
+def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
+    """List ``_delta_log`` and classify its files.
+
+    Args:
+        storage: The table storage.
+        from_version: Skip files of lower versions (a listing hint; 0 = everything).
+
+    Returns:
+        The classified listing; unknown files are ignored.
+    """
+    start_after = f"{from_version - 1:020d}~" if from_version > 0 else None
+    commits: dict[int, FileInfo] = {}
+    singles: dict[int, FileInfo] = {}
+    multis: dict[tuple[int, int], dict[int, FileInfo]] = {}
+    uuids: set[int] = set()
+    for info in storage.list_prefix(LOG_DIR, start_after=start_after):
+        parsed = parse_log_file_name(info.name)
+        if parsed is None:
+            continue
+        kind, version, part, parts = parsed
+        if version < from_version:
+            continue
+        if kind == "commit":
+            commits[version] = info
+        elif kind == "checkpoint":
+            singles[version] = info
+        elif kind == "multipart":
+            assert part is not None and parts is not None
+            multis.setdefault((version, parts), {})[part] = info
+        else:
+            uuids.add(version)
+    checkpoints: dict[int, CheckpointRef] = {}
+    for (version, parts), found in sorted(multis.items()):
+        if len(found) == parts and version not in checkpoints:
+            files = tuple(found[i] for i in range(1, parts + 1))
+            checkpoints[version] = CheckpointRef(
+                version, parts, files, max(f.mtime_ms for f in files)
+            )
+    for version, info in singles.items():
+        checkpoints[version] = CheckpointRef(version, None, (info,), info.mtime_ms)
+    return LogListing(commits, checkpoints, frozenset(uuids), from_version)
+
+
+@dataclass(frozen=True, slots=True)
+class LastCheckpoint:
+    """The ``_last_checkpoint`` hint.
+
+    Attributes:
+        version: Version of the hinted checkpoint.
+        size: Number of action rows in it, if given.
+        parts: Number of parts for a multi-part checkpoint, else None.
+        size_in_bytes: Total file size, if given.
+        num_of_add_files: Number of ``add`` rows, if given.
+    """
+
+    version: int
+    size: int | None = None
+    parts: int | None = None
+    size_in_bytes: int | None = None
+    num_of_add_files: int | None = None
+
+
+def read_last_checkpoint(storage: Storage) -> LastCheckpoint | None:
+    """Read the ``_last_checkpoint`` hint; None when missing or unparsable."""
+    try:
+        data = storage.read_bytes(LAST_CHECKPOINT_PATH)
+    except FileNotFoundError:
+        return None
+    try:
+        obj = json.loads(data)
+        version = obj["version"]
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise ValueError(f"bad version {version!r}")
+
+        def opt(key: str) -> int | None:
+            value = obj.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return LastCheckpoint(
+            version, opt("size"), opt("parts"), opt("sizeInBytes"), opt("numOfAddFiles")
+        )
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        logger.warning("ignoring unparsable %s in %s: %s", LAST_CHECKPOINT_PATH, storage, exc)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaSnapshot:
+    """The state of a Delta table at one version.
+
+    Attributes:
+        version: The table version.
+        protocol: The table's protocol (already checked readable).
+        metadata: The table's metaData.
+        files: Live ``add`` actions keyed by normalized path (percent-decoded, relative
+            to the table root when inside it; the key is the path to give to Storage).
+        tombstones: ``remove`` actions (not re-added) keyed like ``files``.
+        txns: Last ``txn`` per ``appId`` (expired ones dropped).
+        domain_metadata: Live ``domainMetadata`` per domain.
+        timestamp: Commit time of ``version`` in epoch milliseconds.
+        checkpoint_version: Version of the checkpoint replay started from, if any.
+    """
+
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    files: Mapping[str, AddFile]
+    tombstones: Mapping[str, RemoveFile] = field(default_factory=FrozenMap)
+    txns: Mapping[str, Txn] = field(default_factory=FrozenMap)
+    domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=FrozenMap)
+    timestamp: int = 0
+    checkpoint_version: int | None = None
+
+    def txn_version(self, app_id: str) -> int | None:
+        """Return the last committed ``txn`` version of ``app_id``, or None."""
+        txn = self.txns.get(app_id)
+        return None if txn is None else txn.version
+
+    def arrow_schema(self) -> pa.Schema:
+        """Return the table schema as pyarrow (parsed from ``schemaString``)."""
+        return delta_to_arrow_schema(self.metadata.schema_string)
+
+    @property
+    def configuration(self) -> Mapping[str, str]:
+        """The table properties (``metaData.configuration``)."""
+        return self.metadata.configuration
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        """The partition columns."""
+        return self.metadata.partition_columns
+
+    @property
+    def num_files(self) -> int:
+        """Number of live files."""
+        return len(self.files)
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Total size of the live files."""
+        return sum(add.size for add in self.files.values())
+
+
+class _Replay:
+    """Mutable accumulator for log replay (oldest action first)."""
+
+    def __init__(self, root_uri: str | None) -> None:
+        self.root_uri = root_uri
+        self.protocol: Protocol | None = None
+        self.metadata: Metadata | None = None
+        self.files: dict[str, AddFile] = {}
+        self.tombstones: dict[str, RemoveFile] = {}
+        self.txns: dict[str, Txn] = {}
+        self.domains: dict[str, DomainMetadata] = {}
+        self.last_commit_info: CommitInfo | None = None
+
+    def apply(self, actions: Iterable[Action]) -> None:
+        for action in actions:
+            if isinstance(action, AddFile):
+                key = normalize_path(action.path, self.root_uri)
+                self.files[key] = action
+                self.tombstones.pop(key, None)
+            elif isinstance(action, RemoveFile):
+                key = normalize_path(action.path, self.root_uri)
+                self.files.pop(key, None)
+                self.tombstones[key] = action
+            elif isinstance(action, Metadata):
+                self.metadata = action
+            elif isinstance(action, Protocol):
+                self.protocol = action
+            elif isinstance(action, Txn):
+                self.txns[action.app_id] = action
+            elif isinstance(action, DomainMetadata):
+                if action.removed:
+                    self.domains.pop(action.domain, None)
+                else:
+                    self.domains[action.domain] = action
+            elif isinstance(action, CommitInfo):
+                self.last_commit_info = action
+
+
+def replay(
+    version: int,
+    commits: Iterable[Iterable[Action]],
+    *,
+    root_uri: str | None = None,
+    timestamp: int = 0,
+    now_ms: int | None = None,
+) -> DeltaSnapshot:
+    """Fold actions (checkpoint rows first, then commits in order) into a snapshot.
+
+    A pure function: no storage access. Useful for tests and for applying a pending
+    commit to a snapshot.
+
+    Args:
+        version: The version the result describes.
+        commits: Action sequences, oldest first.
+        root_uri: Table root URI, to normalize absolute paths (see ``normalize_path``).
+        timestamp: Commit time of ``version`` (epoch ms).
+        now_ms: Current time, for ``txn`` retention (defaults to the clock).
+
+    Returns:
+        The snapshot.
+
+    Raises:
+        CorruptLogError: No protocol or no metaData was found.
+        UnsupportedProtocolError: The protocol is not readable (see ``check_readable``).
+    """
+    state = _Replay(root_uri)
+    for actions in commits:
+        state.apply(actions)
+    return _finish(state, version, timestamp, None, now_ms)
+
+
+def _finish(
+    state: _Replay,
+    version: int,
+    timestamp: int,
+    checkpoint_version: int | None,
+    now_ms: int | None,
+) -> DeltaSnapshot:
+    if state.protocol is None:
+        raise CorruptLogError(
+            f"no protocol action found up to version {version}; the log is incomplete"
+        )
+    check_readable(state.protocol)
+    if state.metadata is None:
+        raise CorruptLogError(
+            f"no metaData action found up to version {version}; the log is incomplete"
+        )
+    txns = state.txns
+    retention = get_interval_ms(state.metadata.configuration, SET_TRANSACTION_RETENTION, None)
+    if retention is not None:
+        cutoff = (now_ms if now_ms is not None else _now_ms()) - retention
+        txns = {
+            k: t for k, t in txns.items() if t.last_updated is not None and t.last_updated >= cutoff
+        }
+    if (
+        state.last_commit_info is not None
+        and state.metadata.configuration.get(ENABLE_IN_COMMIT_TIMESTAMPS, "").lower() == "true"
+    ):
+        ict = state.last_commit_info.values.get("inCommitTimestamp")
+        if isinstance(ict, int) and not isinstance(ict, bool):
+            timestamp = ict
+    return DeltaSnapshot(
+        version=version,
+        protocol=state.protocol,
+        metadata=state.metadata,
+        files=FrozenMap(state.files),
+        tombstones=FrozenMap(state.tombstones),
+        txns=FrozenMap(txns),
+        domain_metadata=FrozenMap(state.domains),
+        timestamp=timestamp,
+        checkpoint_version=checkpoint_version,
+    )
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _not_found(storage: Storage) -> TableNotFoundError:
+    return TableNotFoundError(
+        f"no Delta table at {storage.root}: {LOG_DIR}/ is missing or holds no commits; "
+        "check the path or create the table first"
+    )
+
+
+def read_commit(storage: Storage, version: int) -> list[Action]:
+    """Read and decode commit ``version``.
+
+    Raises:
+        InvalidOptionError: The commit file does not exist (never written, or removed
+            by log cleanup).
+        CorruptLogError: The file cannot be decoded.
+    """
+    path = commit_path(version)
+    try:
+        data = storage.read_bytes(path)
+    except FileNotFoundError as exc:
+        raise InvalidOptionError(
+            f"commit {version} does not exist in {storage.root}/{LOG_DIR}; it was never "
+            "written or was removed by log cleanup"
+        ) from exc
+    return decode_commit(data, source=path)
+
+
+def latest_version(storage: Storage) -> int | None:
+    """Return the newest table version from a listing only, or None without a table."""
+    hint = read_last_checkpoint(storage)
+    if hint is not None:
+        partial = list_log(storage, from_version=hint.version)
+        if partial.latest_version is not None:
+            return partial.latest_version
+    return list_log(storage).latest_version
+
+
+def _plans(listing: LogListing, target: int) -> list[tuple[CheckpointRef | None, list[int]]]:
+    """Ways to build ``target``: (checkpoint or None, commits to replay), best first."""
+    plans: list[tuple[CheckpointRef | None, list[int]]] = []
+    candidates: list[CheckpointRef | None] = [
+        cp for v, cp in sorted(listing.checkpoints.items(), reverse=True) if v <= target
+    ]
+    if listing.complete_from == 0:
+        candidates.append(None)
+    for cp in candidates:
+        start = 0 if cp is None else cp.version + 1
+        needed = list(range(start, target + 1))
+        if all(v in listing.commits for v in needed):
+            plans.append((cp, needed))
+    return plans
+
+
+def _gap_message(listing: LogListing, target: int) -> str:
+    below = [v for v in listing.checkpoints if v <= target]
+    start = max(below) + 1 if below else 0
+    missing = [v for v in range(start, target + 1) if v not in listing.commits]
+    shown = ", ".join(str(v) for v in missing[:10]) + (" ..." if len(missing) > 10 else "")
+    base = f"checkpoint {max(below)}" if below else "version 0 (no checkpoint found)"
+    return (
+        f"cannot reconstruct version {target}: commits [{shown}] are missing after {base}; "
+        "the log has a gap (files were deleted or not yet visible). Restore the missing "
+        "commit files or time travel to a version that can be reconstructed"
+    )
+
+
+def read_snapshot(storage: Storage, version: int | None = None) -> DeltaSnapshot:
+    """Reconstruct the table state at ``version`` (default: the latest).
+
+    Args:
+        storage: The table storage.
+        version: Version to time travel to; None for the latest.
+
+    Returns:
+        The snapshot.
+
+    Raises:
+        TableNotFoundError: There is no ``_delta_log`` or it holds no commits.
+        InvalidOptionError: ``version`` is negative, newer than the latest version or
+            older than what the remaining log can reconstruct.
+        CorruptLogError: The log has a gap or an unreadable commit or checkpoint.
+        UnsupportedProtocolError: The table needs features we cannot read.
+    """
+    if version is not None:
+        _check_version(version)
+    hint = read_last_checkpoint(storage)
+    if hint is not None and (version is None or hint.version <= version):
+        partial = list_log(storage, from_version=hint.version)
+        latest = partial.latest_version
+        if latest is not None:
+            target = latest if version is None else version
+            if target <= latest and _plans(partial, target):
+                try:
+                    return _build(storage, partial, target)
+                except CorruptLogError as exc:
+                    logger.warning(
+                        "cannot build version %s of %s from the checkpoint named by %s (%s); "
+                        "listing the whole log",
+                        target,
+                        storage.root,
+                        LAST_CHECKPOINT_PATH,
+                        exc,
+                    )
+    listing = list_log(storage)
+    latest = listing.latest_version
+    if latest is None:
+        raise _not_found(storage)
+    target = latest if version is None else version
+    if target > latest:
+        raise InvalidOptionError(
+            f"version {target} does not exist; the latest version of {storage.root} is {latest}"
+        )
+    return _build(storage, listing, target)
+
+
+def _build(storage: Storage, listing: LogListing, target: int) -> DeltaSnapshot:
+    plans = _plans(listing, target)
+    if not plans:
+        newer_uuid = [v for v in listing.uuid_checkpoints if v <= target]
+        if newer_uuid:
+            raise UnsupportedProtocolError(
+                f"version {target} can only be reconstructed from a V2 (UUID-named) "
+                f"checkpoint at version {max(newer_uuid)}, which needs the v2Checkpoint "
+                "feature that qbeast-connect does not support; read the table with Spark"
+            )
+        earliest = min(listing.commits) if listing.commits else None
+        if (
+            earliest is not None
+            and target < earliest
+            and not any(v <= target for v in listing.checkpoints)
+        ):
+            raise InvalidOptionError(
+                f"version {target} of {storage.root} can no longer be reconstructed: "
+                f"the log starts at version {earliest} (older commits were cleaned up); "
+                "time travel to a newer version"
+            )
+        raise CorruptLogError(_gap_message(listing, target))
+
+    from .checkpoint import read_checkpoint  # local import: checkpoint imports this module
+
+    first_error: CorruptLogError | None = None
+    for cp, commit_versions in plans:
+        state = _Replay(storage.root_uri)
+        try:
+            if cp is not None:
+                state.apply(read_checkpoint(storage, cp.version, cp.parts))
+            for v in commit_versions:
+                info = listing.commits[v]
+                data = storage.read_bytes(f"{LOG_DIR}/{info.name}")
+                state.apply(decode_commit(data, source=f"{LOG_DIR}/{info.name}"))
+        except CorruptLogError as exc:
+            if cp is None:
+                raise
+            logger.warning(
+                "checkpoint %s of %s is unusable (%s); trying an older starting point",
+                cp.version,
+                storage.root,
+                exc,
+            )
+            first_error = first_error or exc
+            continue
+        if target in listing.commits:
+            timestamp = listing.commits[target].mtime_ms
+        else:
+            timestamp = listing.checkpoints[target].mtime_ms
+        return _finish(state, target, timestamp, None if cp is None else cp.version, None)
+    assert first_error is not None
+    raise first_error
+
+
+def history(storage: Storage, limit: int | None = None) -> list[dict[str, Any]]:
+    """Return the ``commitInfo`` of each available commit, newest first.
+
+    Each entry is the commitInfo object plus ``"version"``; ``"timestamp"`` is filled
+    from the file modification time when the commitInfo lacks it.
+
+    Args:
+        storage: The table storage.
+        limit: Maximum number of entries (None = all available commits).
+
+    Raises:
+        TableNotFoundError: There is no table.
+    """
+    listing = list_log(storage)
+    if listing.latest_version is None:
+        raise _not_found(storage)
+    out: list[dict[str, Any]] = []
+    for version in sorted(listing.commits, reverse=True):
+        if limit is not None and len(out) >= limit:
+            break
+        info = listing.commits[version]
+        try:
+            actions = decode_commit(
+                storage.read_bytes(f"{LOG_DIR}/{info.name}"), source=f"{LOG_DIR}/{info.name}"
+            )
+        except FileNotFoundError:
+            continue  # removed by a concurrent log cleanup
+        entry: dict[str, Any] = {}
+        for action in actions:
+            if isinstance(action, CommitInfo):
+                entry = action.to_dict()
+                break
+        entry.setdefault("timestamp", info.mtime_ms)
+        entry["version"] = version
+        out.append(entry)
+    return out
+
+
+def commit_timestamps(storage: Storage) -> dict[int, int]:
+    """Return the commit time (epoch ms) of every available commit.
+
+    Times are file modification times made monotonic: a commit is never earlier than
+    the previous one (it gets the previous time + 1 ms instead).
+    """
+    listing = list_log(storage)
+    out: dict[int, int] = {}
+    previous: int | None = None
+    for version in sorted(listing.commits):
+        ts = listing.commits[version].mtime_ms
+        if previous is not None and ts <= previous:
+            ts = previous + 1
+        out[version] = ts
+        previous = ts
+    return out
+
+
+def version_at_timestamp(storage: Storage, timestamp_ms: int) -> int:
+    """Return the newest version committed at or before ``timestamp_ms``.
+
+    Args:
+        storage: The table storage.
+        timestamp_ms: Epoch milliseconds.
+
+    Returns:
+        The version to time travel to.
+
+    Raises:
+        TableNotFoundError: There is no table.
+        InvalidOptionError: ``timestamp_ms`` is before the earliest available commit.
+    """
+    times = commit_timestamps(storage)
+    if not times:
+        raise _not_found(storage)
+    candidates = [v for v, ts in times.items() if ts <= timestamp_ms]
+    if not candidates:
+        earliest = min(times)
+        raise InvalidOptionError(
+            f"timestamp {timestamp_ms} is before the earliest available commit "
+            f"(version {earliest} at {times[earliest]}); use a later timestamp"
+        )
+    return max(candidates)

@@ -1,0 +1,195 @@
+"""Which Delta protocol versions and table features this implementation supports.
+
+We implement protocol **(1, 2)**: reader version 1, writer version 2 (``appendOnly`` and
+``invariants``; SQL invariants cannot be evaluated here, so a table that declares one
+is refused for writing). Explicit feature lists are accepted (reader 3 / writer 7) only
+when every listed feature is supported.
+
+Everything else is refused *before* the schema, files or stats are used, with an
+UnsupportedProtocolError naming the unsupported versions or features.
+"""
+
+from __future__ import annotations
+
+from qbeast_connect.exceptions import UnsupportedProtocolError
+
+from .actions import Metadata, Protocol
+from .properties import (
+    APPEND_ONLY,
+    CHECKPOINT_INTERVAL,
+    COLUMN_MAPPING_MODE,
+    get_bool,
+    get_int,
+)
+from .schema import delta_to_arrow_schema, schema_field_metadata_keys, schema_primitive_types
+
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "MAX_READER_VERSION",
+    "MAX_WRITER_VERSION",
+    "SUPPORTED_READER_FEATURES",
+    "SUPPORTED_WRITER_FEATURES",
+    "check_readable",
+    "check_writable",
+]
+
+DEFAULT_PROTOCOL = Protocol(1, 2, None, None)
+"""The protocol of tables we create: reader 1, writer 2, no feature lists."""
+
+MAX_READER_VERSION = 3
+MAX_WRITER_VERSION = 7
+
+SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({"vacuumProtocolCheck"})
+"""Reader features (reader version 3) we can read with."""
+
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset({"appendOnly", "invariants"})
+"""Writer features (writer version 7) we honour when writing."""
+
+_FIX_READ = (
+    "read the table with an engine that supports them (e.g. Spark with Delta Lake), "
+    "or disable the features there"
+)
+_FIX_WRITE = (
+    "write to this table with an engine that supports them (e.g. Spark with Delta "
+    "Lake), or write to a new table"
+)
+
+
+def _fmt(features: set[str] | list[str]) -> str:
+    return ", ".join(sorted(features))
+
+
+def check_readable(protocol: Protocol) -> None:
+    """Refuse a table whose protocol we cannot read correctly.
+
+    Args:
+        protocol: The table's protocol action.
+
+    Raises:
+        UnsupportedProtocolError: ``minReaderVersion`` is 2 (column mapping) or above 3,
+            version 3 lists a reader feature we do not implement, or the feature lists
+            are inconsistent with the versions. The message names the features.
+    """
+    reader = protocol.min_reader_version
+    if reader < 1:
+        raise UnsupportedProtocolError(f"invalid minReaderVersion {reader}; the log is damaged")
+    if reader == 2:
+        raise UnsupportedProtocolError(
+            "table requires minReaderVersion 2 (feature columnMapping), which "
+            f"qbeast-connect does not support; {_FIX_READ}"
+        )
+    if reader > MAX_READER_VERSION:
+        raise UnsupportedProtocolError(
+            f"table requires minReaderVersion {reader}; qbeast-connect reads versions 1 and "
+            f"3 (with features {_fmt(list(SUPPORTED_READER_FEATURES))}); upgrade "
+            "qbeast-connect or use another Delta engine"
+        )
+    if reader == 3:
+        if protocol.reader_features is None:
+            raise UnsupportedProtocolError(
+                "table has minReaderVersion 3 but no readerFeatures list; the protocol "
+                "action is invalid"
+            )
+        unsupported = set(protocol.reader_features) - SUPPORTED_READER_FEATURES
+        if unsupported:
+            raise UnsupportedProtocolError(
+                f"table requires reader features [{_fmt(unsupported)}], which "
+                f"qbeast-connect does not support; {_FIX_READ}"
+            )
+    elif protocol.reader_features is not None:
+        raise UnsupportedProtocolError(
+            f"table lists readerFeatures at minReaderVersion {reader} (only allowed at 3); "
+            "the protocol action is invalid"
+        )
+
+
+def check_writable(protocol: Protocol, metadata: Metadata) -> None:
+    """Refuse to write a table whose protocol or metadata we cannot honour.
+
+    Passes :func:`check_readable` first (writers read the log). Then accepts writer
+    versions 1-2, and 7 only with writer features ``appendOnly``/``invariants``.
+    Also refuses SQL invariants (we cannot evaluate them), column mapping, a schema we
+    cannot parse, partition columns missing from the schema and malformed values of
+    the properties we enforce.
+
+    Args:
+        protocol: The protocol the table will have after the commit.
+        metadata: The metadata the table will have after the commit.
+
+    Raises:
+        UnsupportedProtocolError: Naming the unsupported version, features or columns.
+        InvalidOptionError: A property we enforce has a malformed value.
+    """
+    check_readable(protocol)
+    writer = protocol.min_writer_version
+    if writer < 1:
+        raise UnsupportedProtocolError(f"invalid minWriterVersion {writer}; the log is damaged")
+    if 3 <= writer <= 6:
+        implied = {
+            3: "checkConstraints",
+            4: "checkConstraints, changeDataFeed, generatedColumns",
+            5: "checkConstraints, changeDataFeed, generatedColumns, columnMapping",
+            6: "checkConstraints, changeDataFeed, generatedColumns, columnMapping, identityColumns",
+        }[writer]
+        raise UnsupportedProtocolError(
+            f"table requires minWriterVersion {writer} (features {implied}); qbeast-connect "
+            f"writes only versions 1, 2 and 7 with features "
+            f"[{_fmt(list(SUPPORTED_WRITER_FEATURES))}]; {_FIX_WRITE}"
+        )
+    if writer > MAX_WRITER_VERSION:
+        raise UnsupportedProtocolError(
+            f"table requires minWriterVersion {writer}; qbeast-connect writes versions up "
+            f"to {MAX_WRITER_VERSION}; upgrade qbeast-connect or use another Delta engine"
+        )
+    if writer == 7:
+        if protocol.writer_features is None:
+            raise UnsupportedProtocolError(
+                "table has minWriterVersion 7 but no writerFeatures list; the protocol "
+                "action is invalid"
+            )
+        unsupported = set(protocol.writer_features) - SUPPORTED_WRITER_FEATURES
+        if unsupported:
+            raise UnsupportedProtocolError(
+                f"table requires writer features [{_fmt(unsupported)}], which "
+                f"qbeast-connect cannot write; {_FIX_WRITE}"
+            )
+    elif protocol.writer_features is not None:
+        raise UnsupportedProtocolError(
+            f"table lists writerFeatures at minWriterVersion {writer} (only allowed at 7); "
+            "the protocol action is invalid"
+        )
+    _check_metadata_writable(metadata)
+
+
+def _check_metadata_writable(metadata: Metadata) -> None:
+    mode = metadata.configuration.get(COLUMN_MAPPING_MODE)
+    if mode not in (None, "none"):
+        raise UnsupportedProtocolError(
+            f"table property {COLUMN_MAPPING_MODE}={mode!r} needs the columnMapping "
+            f"feature, which qbeast-connect does not support; {_FIX_WRITE}"
+        )
+    schema = delta_to_arrow_schema(metadata.schema_string)  # raises on unreadable types
+    names = set(schema.names)
+    missing = [c for c in metadata.partition_columns if c not in names]
+    if missing:
+        raise UnsupportedProtocolError(
+            f"partition columns {missing} are not in the table schema {schema.names}; "
+            "the metaData action is invalid"
+        )
+    invariants = sorted(
+        path
+        for path, keys in schema_field_metadata_keys(metadata.schema_string).items()
+        if "delta.invariants" in keys
+    )
+    if invariants:
+        raise UnsupportedProtocolError(
+            f"columns [{', '.join(invariants)}] declare SQL invariants (delta.invariants), "
+            f"which qbeast-connect cannot evaluate; {_FIX_WRITE}"
+        )
+    if "timestamp_ntz" in schema_primitive_types(metadata.schema_string):
+        raise UnsupportedProtocolError(
+            "the schema has a timestamp_ntz column, which needs the timestampNtz feature "
+            "that qbeast-connect does not support; store instants as UTC timestamps"
+        )
+    get_bool(metadata.configuration, APPEND_ONLY)
+    get_int(metadata.configuration, CHECKPOINT_INTERVAL, 10)
