@@ -24,6 +24,7 @@ from qbeast_connect.exceptions import (
 
 from qbeast_connect.spark.session import session, stop
 from qbeast_connect.spark.write import DataFrameQbeastWriter, WriteResult, write, writer
+from qbeast_connect.table import QbeastTable, ScanExplanation
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,8 @@ __all__ = [
     "UnsafePathError",
     "UnsupportedProtocolError",
     "DataFrameQbeastWriter",
+    "QbeastTable",
+    "ScanExplanation",
     "WriteResult",
     "__version__",
     "session",

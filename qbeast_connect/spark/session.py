@@ -88,6 +88,9 @@ def _is_stopped(spark: SparkSession) -> bool:
 def _connect(url: str, conf: dict[str, str]) -> SparkSession:
     from pyspark.sql.connect.session import SparkSession
 
+    # pyspark.sql.functions (used by us and by users' code) dispatches to the Connect
+    # implementation only in Connect mode, which pyspark's own builder switches on like this.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     builder = SparkSession.builder.remote(url)
     with warnings.catch_warnings():
         # Connect warns for every non-SQL setting it cannot change at run time.

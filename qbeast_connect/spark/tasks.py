@@ -1,0 +1,58 @@
+"""Functions that Spark runs in the server's Python workers for the client's jobs.
+
+They receive Arrow batches of the indexed columns (plus the row weight) and return
+small summaries; they never touch storage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from qbeast_connect.model.cube_id import CubeId
+from qbeast_connect.model.revision import Revision
+from qbeast_connect.write_plan import WEIGHT_COLUMN
+
+#: Output schema of :func:`estimate_domains`.
+DOMAIN_SCHEMA = "cube string, domain double"
+
+
+def estimate_domains(params_json: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Build the local OTrees of one partition and yield their cube domains (spec §5.3).
+
+    Args:
+        params_json: JSON with ``revision`` (revision JSON), ``groupCubeSize``,
+            ``bufferCapacity`` and ``existing`` (cube string -> max weight of the index
+            being appended to, or empty).
+        batches: Arrow batches with the weight column and the indexed columns.
+    """
+    from qbeast_connect.index.estimation import DomainEstimator
+    from qbeast_connect.index.normalize import normalize
+
+    params = json.loads(params_json)
+    revision = Revision.from_json(params["revision"])
+    d = revision.dimension_count
+    existing = {
+        CubeId.from_string(cube, d): int(weight) for cube, weight in params["existing"].items()
+    }
+    estimator = DomainEstimator(
+        d,
+        int(params["groupCubeSize"]),
+        int(params["bufferCapacity"]),
+        existing_max_weights=existing or None,
+    )
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        columns = [batch.column(name) for name in revision.column_names]
+        points = normalize(revision.transformations, columns)
+        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
+        estimator.add(points, weights)
+    domains = estimator.finish()
+    if domains:
+        yield pa.RecordBatch.from_pydict(
+            {"cube": list(domains.keys()), "domain": [float(v) for v in domains.values()]},
+            schema=pa.schema([("cube", pa.string()), ("domain", pa.float64())]),
+        )

@@ -1,0 +1,643 @@
+"""The write pipeline: plan on the client, compute with Spark, commit in the plugin.
+
+One :func:`write` call runs at most three Spark jobs and makes one Delta commit:
+
+1. a statistics job (min/max of the indexed columns and row counts per partition, reading
+   only the indexed columns);
+2. an estimation job (local OTrees per partition -> cube domains, indexed columns only),
+   whose small result the client merges into cube max weights and a rollup of cubes into
+   file groups;
+3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
+   file per file group per task, and its driver-side commit makes one Delta commit.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import time
+import uuid
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from qbeast_connect.exceptions import (
+    InvalidOptionError,
+    NotAQbeastTableError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+)
+from qbeast_connect.model.column_spec import (
+    ColumnSpec,
+    parse_columns_to_index,
+    qdatatype_for_spark_type,
+)
+from qbeast_connect.model.cube_id import CubeId
+from qbeast_connect.model.revision import (
+    Revision,
+    empty_table_revision,
+    parse_column_stats,
+    plan_revision,
+)
+from qbeast_connect.model.transformation import ColumnStats, QDataType
+from qbeast_connect.options import (
+    BUFFER_CAPACITY_DEFAULT,
+    CUBE_SIZE_DEFAULT,
+    WriteMode,
+    WriteOptions,
+    parse_mode,
+    parse_write_options,
+)
+from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.session import WRITE_FORMAT
+from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.types import DataType, StructType
+
+REVISION_PREFIX = "qbeast.revision."
+LAST_REVISION_KEY = "qbeast.lastRevisionID"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did.
+
+    Attributes:
+        path: the table location.
+        version: the committed Delta version; None when nothing was committed.
+        skipped: True when the write was skipped (``ignore`` mode on an existing table, or a
+            ``txnAppId``/``txnVersion`` pair already committed).
+        reason: why it was skipped.
+        revision_id: the revision the rows were indexed with.
+        new_revision: whether this write created that revision.
+        num_files: data files added.
+        num_rows: rows written.
+    """
+
+    path: str
+    version: int | None
+    skipped: bool = False
+    reason: str | None = None
+    revision_id: int | None = None
+    new_revision: bool = False
+    num_files: int = 0
+    num_rows: int = 0
+
+
+def write(
+    df: DataFrame,
+    path: str,
+    *,
+    columnsToIndex: str | None = None,  # noqa: N803 - qbeast-spark option names
+    cubeSize: int | None = None,  # noqa: N803
+    columnStats: str | None = None,  # noqa: N803
+    mode: str = "errorifexists",
+    txnAppId: str | None = None,  # noqa: N803
+    txnVersion: int | None = None,  # noqa: N803
+    **options: Any,
+) -> WriteResult:
+    """Index ``df`` on some of its columns and write it as a qbeast table at ``path``.
+
+    Args:
+        df: the data (a Spark Connect DataFrame).
+        path: the table location, as the server sees it.
+        columnsToIndex: ``"a,b"`` or ``"a:linear,b:hashing,c:quantiles"`` (``hash`` is
+            accepted for ``hashing``). Required to create a table; on append it defaults to
+            the table's columns.
+        cubeSize: desired rows per cube (default 5,000,000 for a new table; on append the
+            table's). Stored in the revision as ``desiredCubeSize``.
+        columnStats: JSON with ``<col>_min``/``<col>_max``/``<col>_quantiles`` that widen
+            (never shrink) the indexed space.
+        mode: ``errorifexists`` (default), ``append``, ``overwrite`` or ``ignore``.
+        txnAppId: with ``txnVersion``, makes the write idempotent: a pair already committed
+            makes the write a no-op.
+        txnVersion: see ``txnAppId``.
+        **options: other options: ``userMetadata``, ``mergeSchema``, ``delta.*`` table
+            properties. Unknown options are rejected.
+
+    Returns:
+        A :class:`WriteResult`.
+
+    Raises:
+        InvalidOptionError: bad options (reported before any Spark job runs).
+        TableAlreadyExistsError: ``errorifexists`` and a table exists at ``path``.
+        SchemaMismatchError: appending data whose schema differs from the table's.
+        RevisionConflictError: appending with other indexed columns than the table's.
+        CommitConflictError: a concurrent commit made this write unsafe.
+
+    Example:
+        >>> qc.write(df, "/tmp/t", columnsToIndex="x,y", cubeSize=100_000)  # doctest: +SKIP
+    """
+    raw: dict[str, Any] = dict(options)
+    for key, value in (
+        ("columnsToIndex", columnsToIndex),
+        ("cubeSize", cubeSize),
+        ("columnStats", columnStats),
+        ("txnAppId", txnAppId),
+        ("txnVersion", txnVersion),
+    ):
+        if value is not None:
+            raw[key] = value
+    return _Writer(df, path, parse_mode(mode), parse_write_options(raw)).run()
+
+
+class DataFrameQbeastWriter:
+    """A ``DataFrameWriter``-style builder for :func:`write`.
+
+    Example:
+        >>> qc.writer(df).mode("append").option("columnsToIndex", "x,y").save(path)  # doctest: +SKIP
+    """
+
+    def __init__(self, df: DataFrame) -> None:
+        self._df = df
+        self._mode = "errorifexists"
+        self._options: dict[str, Any] = {}
+
+    def mode(self, mode: str) -> DataFrameQbeastWriter:
+        """Set the save mode (``errorifexists``, ``append``, ``overwrite``, ``ignore``)."""
+        parse_mode(mode)
+        self._mode = mode
+        return self
+
+    def option(self, key: str, value: Any) -> DataFrameQbeastWriter:
+        """Set one write option."""
+        self._options[key] = value
+        return self
+
+    def options(self, **options: Any) -> DataFrameQbeastWriter:
+        """Set several write options."""
+        self._options.update(options)
+        return self
+
+    def save(self, path: str) -> WriteResult:
+        """Run the write."""
+        return _Writer(
+            self._df, path, parse_mode(self._mode), parse_write_options(self._options)
+        ).run()
+
+
+def writer(df: DataFrame) -> DataFrameQbeastWriter:
+    """Start a builder-style write of ``df`` (``.mode(...).option(...).save(path)``)."""
+    return DataFrameQbeastWriter(df)
+
+
+# --------------------------------------------------------------------------------------
+# implementation
+# --------------------------------------------------------------------------------------
+
+
+def _spark_type_name(data_type: DataType) -> str:
+    name = data_type.typeName()
+    if name == "decimal":
+        return str(data_type.simpleString())
+    return str(name)
+
+
+def _stat_expression(column: str, qtype: QDataType, spark_type: str) -> str:
+    """SQL giving the column's value in the transformation domain (numbers, epoch ms)."""
+    quoted = f"`{column.replace('`', '``')}`"
+    if qtype is QDataType.TIMESTAMP:
+        return f"unix_millis({quoted})"
+    if qtype is QDataType.DATE:
+        return f"cast(unix_date({quoted}) as bigint) * 86400000"
+    if qtype is QDataType.DECIMAL or spark_type == "float":
+        return f"cast({quoted} as double)"
+    if spark_type == "boolean":
+        return f"cast({quoted} as int)"
+    return quoted
+
+
+def _nullable_schema_json(schema: StructType) -> str:
+    """The Delta schema of a new table: the data's, with every field nullable (as qbeast-spark)."""
+
+    def relax(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: relax(v) for k, v in node.items()}
+            if "nullable" in out:
+                out["nullable"] = True
+            if "containsNull" in out:
+                out["containsNull"] = True
+            if "valueContainsNull" in out:
+                out["valueContainsNull"] = True
+            return out
+        if isinstance(node, list):
+            return [relax(v) for v in node]
+        return node
+
+    return json.dumps(relax(json.loads(schema.json())), separators=(",", ":"))
+
+
+def _quote(column: str) -> str:
+    return f"`{column.replace('`', '``')}`"
+
+
+class _Writer:
+    def __init__(self, df: DataFrame, path: str, mode: WriteMode, options: WriteOptions) -> None:
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidOptionError("the table path must be a non-empty string")
+        self.df = df
+        self.path = path
+        self.mode = mode
+        self.options = options
+        self.specs: tuple[ColumnSpec, ...] = (
+            parse_columns_to_index(options.columns_to_index)
+            if options.columns_to_index is not None
+            else ()
+        )
+        self.spark = df.sparkSession
+
+    # -- orchestration -----------------------------------------------------------------
+
+    def run(self) -> WriteResult:
+        schema: StructType = self.df.schema
+        reserved = sorted(RESERVED_COLUMNS & {f.name for f in schema.fields})
+        if reserved:
+            raise InvalidOptionError(
+                f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
+            )
+        state = load_table_state(self.spark, self.path)
+        if state.exists:
+            if self.mode == "errorifexists":
+                raise TableAlreadyExistsError(
+                    f"a table already exists at {self.path}: use mode 'append' to add rows, "
+                    "'overwrite' to replace it, or 'ignore' to skip the write"
+                )
+            if self.mode == "ignore":
+                return WriteResult(self.path, None, skipped=True, reason="table exists")
+        if self.options.txn_app_id is not None and self.options.txn_version is not None:
+            done = state.txns.get(self.options.txn_app_id)
+            if done is not None and done >= self.options.txn_version:
+                warnings.warn(
+                    f"skipping write: txnAppId {self.options.txn_app_id!r} already committed "
+                    f"txnVersion {done} >= {self.options.txn_version}",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                return WriteResult(
+                    self.path,
+                    None,
+                    skipped=True,
+                    reason=f"txn {self.options.txn_app_id}@{done} already committed",
+                )
+        appending = state.exists and self.mode == "append"
+        qsnap = state.qbeast() if state.exists else None
+        if appending:
+            assert qsnap is not None
+            if not qsnap.is_qbeast:
+                raise NotAQbeastTableError(
+                    f"the Delta table at {self.path} has no qbeast metadata: convert it first "
+                    "with qbeast_connect.convertToQbeast(...)"
+                )
+            schema_string = self._check_append_schema(state, schema)
+        else:
+            schema_string = _nullable_schema_json(schema)
+        column_types = self._column_types(schema)
+        latest = qsnap.latest_revision if (appending and qsnap is not None) else None
+        specs = self.specs
+        if not specs and latest is not None:
+            specs = tuple(ColumnSpec(n) for n in latest.column_names)
+        if not specs:
+            raise InvalidOptionError(
+                "option columnsToIndex is required to create a qbeast table, "
+                "e.g. columnsToIndex='x,y' or 'x:linear,name:hashing'"
+            )
+        user_stats = parse_column_stats(
+            self.options.column_stats, {s.name: column_types.get(s.name, "") for s in specs}
+        ) if self.options.column_stats else {}
+        index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
+        total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
+        now = int(time.time() * 1000)
+        rng = random.Random()
+        if total == 0 and latest is None:
+            return self._empty_create(state, specs, index_types, schema_string)
+        if total == 0:
+            changed = schema_string != state.schema_string
+            return self._commit(state, None, {}, {}, None, schema_string if changed else None,
+                                new_revision=False, schema_changed=changed)
+        plan = plan_revision(
+            latest,
+            specs,
+            index_types,
+            data_stats,
+            user_stats,
+            self.options.cube_size,
+            self.path,
+            now,
+            rng,
+        )
+        revision = plan.revision
+        same_revision = latest is not None and not plan.is_new
+        existing = (
+            qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
+        )
+        weights, groups = self._estimate(revision, total, per_partition, existing)
+        configuration = None
+        if plan.is_new or not appending:
+            configuration = self._configuration(state, plan.revision, plan.staging, appending)
+        schema_changed = appending and schema_string != state.schema_string
+        return self._commit(
+            state,
+            revision,
+            weights,
+            groups,
+            configuration,
+            schema_string if (not appending or configuration is not None or schema_changed)
+            else None,
+            new_revision=plan.is_new,
+            schema_changed=schema_changed,
+        )
+
+    # -- checks ----------------------------------------------------------------------
+
+    def _column_types(self, schema: StructType) -> dict[str, str]:
+        return {f.name: _spark_type_name(f.dataType) for f in schema.fields}
+
+    def _qtype(self, column_types: Mapping[str, str], name: str) -> QDataType:
+        spark_type = column_types.get(name)
+        if spark_type is None:
+            matches = [k for k in column_types if k.lower() == name.lower()]
+            if not matches:
+                raise InvalidOptionError(
+                    f"column {name!r} in columnsToIndex is not in the data; "
+                    f"columns are: {', '.join(column_types)}"
+                )
+            spark_type = column_types[matches[0]]
+        return qdatatype_for_spark_type(spark_type, column=name)
+
+    def _check_append_schema(self, state: TableState, schema: StructType) -> str:
+        from pyspark.sql.types import StructType
+
+        table_string = state.schema_string
+        if table_string is None:
+            return str(schema.json())
+        table_schema = StructType.fromJson(json.loads(table_string))
+        table_fields = {f.name.lower(): f for f in table_schema.fields}
+        data_fields = {f.name.lower(): f for f in schema.fields}
+        mismatched = [
+            f"{f.name}: table {table_fields[k].dataType.simpleString()}, "
+            f"data {f.dataType.simpleString()}"
+            for k, f in data_fields.items()
+            if k in table_fields and table_fields[k].dataType != f.dataType
+        ]
+        missing = [f.name for k, f in table_fields.items() if k not in data_fields]
+        extra = [f.name for k, f in data_fields.items() if k not in table_fields]
+        if mismatched or missing or (extra and not self.options.merge_schema):
+            parts = []
+            if mismatched:
+                parts.append("different types: " + "; ".join(mismatched))
+            if missing:
+                parts.append("columns missing from the data: " + ", ".join(missing))
+            if extra:
+                parts.append("columns not in the table: " + ", ".join(extra))
+            hint = (
+                "set mergeSchema=true to add the new columns"
+                if extra and not mismatched and not missing
+                else "make the data match the table schema, or overwrite the table"
+            )
+            raise SchemaMismatchError(
+                f"cannot append to {self.path}: {'; '.join(parts)}; {hint}"
+            )
+        if extra:
+            merged = StructType(
+                list(table_schema.fields)
+                + [f for k, f in data_fields.items() if k not in table_fields]
+            )
+            return _nullable_schema_json(merged)
+        return table_string
+
+    # -- jobs --------------------------------------------------------------------------
+
+    def _stats_job(
+        self,
+        specs: tuple[ColumnSpec, ...],
+        index_types: Mapping[str, QDataType],
+        schema: StructType,
+        latest: Revision | None,
+    ) -> tuple[int, list[int], dict[str, ColumnStats]]:
+        from pyspark.sql import functions as F
+
+        column_types = self._column_types(schema)
+        aggs = [F.count(F.lit(1)).alias("__n")]
+        needs: list[str] = []
+        for i, spec in enumerate(specs):
+            transformer_type = spec.transformer_type
+            if transformer_type is None and latest is not None:
+                kept = latest.column_transformers[i].type_name
+                transformer_type = None if kept == "empty" else kept
+            qtype = index_types[spec.name]
+            is_ordered = qtype is not QDataType.STRING
+            if transformer_type in (None, "linear") and is_ordered:
+                expr = F.expr(_stat_expression(spec.name, qtype, column_types.get(spec.name, "")))
+                aggs += [F.min(expr).alias(f"__min{i}"), F.max(expr).alias(f"__max{i}")]
+                needs.append(spec.name)
+        with translate_errors():
+            rows = (
+                self.df.groupBy(F.spark_partition_id().alias("__p")).agg(*aggs).collect()
+            )
+        per_partition = [int(r["__n"]) for r in rows]
+        total = sum(per_partition)
+        stats: dict[str, ColumnStats] = {}
+        for i, spec in enumerate(specs):
+            if spec.name not in needs:
+                continue
+            mins = [r[f"__min{i}"] for r in rows if r[f"__min{i}"] is not None]
+            maxs = [r[f"__max{i}"] for r in rows if r[f"__max{i}"] is not None]
+            low = min(mins) if mins else None
+            high = max(maxs) if maxs else None
+            qtype = index_types[spec.name]
+            if qtype in (QDataType.DOUBLE, QDataType.DECIMAL, QDataType.FLOAT):
+                for v in (low, high):
+                    if v is not None and v != v:
+                        raise InvalidOptionError(
+                            f"column {spec.name!r} holds NaN, which cannot be indexed; "
+                            "filter or replace NaN values first"
+                        )
+                low = None if low is None else float(low)
+                high = None if high is None else float(high)
+            elif low is not None:
+                low, high = int(low), int(high)  # type: ignore[arg-type]
+            stats[spec.name] = ColumnStats(min=low, max=high)
+        return total, per_partition, stats
+
+    def _estimate(
+        self,
+        revision: Revision,
+        total: int,
+        per_partition: list[int],
+        existing: Mapping[CubeId, Any],
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        from pyspark.sql import functions as F
+
+        from qbeast_connect.index.estimation import group_cube_size
+        from qbeast_connect.index.rollup import estimated_counts, rollup_groups
+        from qbeast_connect.model.estimation_math import existing_domains, weights_from_domains
+        from qbeast_connect.spark.tasks import DOMAIN_SCHEMA, estimate_domains
+
+        buffer = BUFFER_CAPACITY_DEFAULT
+        num_trees = sum(max(1, -(-n // buffer)) for n in per_partition if n > 0)
+        dcs = revision.desired_cube_size
+        gcs = group_cube_size(dcs, num_trees)
+        existing_weights = {
+            str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
+        }
+        params = json.dumps(
+            {
+                "revision": revision.to_json(),
+                "groupCubeSize": gcs,
+                "bufferCapacity": buffer,
+                "existing": existing_weights,
+            }
+        )
+        names = list(revision.column_names)
+        projected = self.df.select(
+            F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN),
+            *[F.col(_quote(n)) for n in names],
+        )
+        with translate_errors():
+            rows = projected.mapInArrow(
+                functools.partial(estimate_domains, params), DOMAIN_SCHEMA
+            ).collect()
+        d = revision.dimension_count
+        input_domains: dict[str, float] = {}
+        for row in rows:
+            input_domains[row["cube"]] = input_domains.get(row["cube"], 0.0) + float(row["domain"])
+        domains: dict[CubeId, float] = {
+            CubeId.from_string(c, d): v for c, v in input_domains.items()
+        }
+        if existing:
+            for cube, value in existing_domains(existing).items():
+                domains[cube] = domains.get(cube, 0.0) + value
+        weights = {str(c): int(w) for c, w in weights_from_domains(domains, dcs).items()}
+        counts = estimated_counts(input_domains, weights, d)
+        groups = rollup_groups(counts, d, dcs)
+        return weights, groups
+
+    # -- metadata and commit -----------------------------------------------------------
+
+    def _configuration(
+        self,
+        state: TableState,
+        revision: Revision,
+        staging: Revision | None,
+        appending: bool,
+    ) -> dict[str, str]:
+        base: dict[str, str] = dict(state.configuration) if state.exists else {}
+        if not appending:
+            base = {
+                k: v
+                for k, v in base.items()
+                if not k.startswith("qbeast.revision") and k != LAST_REVISION_KEY
+            }
+        if staging is not None and f"{REVISION_PREFIX}0" not in base:
+            base[f"{REVISION_PREFIX}0"] = staging.to_json()
+        base[f"{REVISION_PREFIX}{revision.revision_id}"] = revision.to_json()
+        base[LAST_REVISION_KEY] = str(revision.revision_id)
+        if self.options.columns_to_index is not None:
+            base["columnsToIndex"] = self.options.columns_to_index
+        else:
+            base.setdefault("columnsToIndex", ",".join(revision.column_names))
+        base["cubeSize"] = str(revision.desired_cube_size)
+        base["tableFormat"] = "delta"
+        base["columnStats"] = self.options.column_stats or ""
+        base.update(self.options.table_properties)
+        return base
+
+    def _empty_create(
+        self,
+        state: TableState,
+        specs: tuple[ColumnSpec, ...],
+        index_types: Mapping[str, QDataType],
+        schema_string: str,
+    ) -> WriteResult:
+        revision = empty_table_revision(
+            specs,
+            {k: v.value for k, v in index_types.items()},
+            self.options.cube_size or CUBE_SIZE_DEFAULT,
+            self.path,
+            int(time.time() * 1000),
+        )
+        config = {
+            k: v
+            for k, v in (dict(state.configuration) if state.exists else {}).items()
+            if not k.startswith("qbeast.revision") and k != LAST_REVISION_KEY
+        }
+        config[f"{REVISION_PREFIX}0"] = revision.to_json()
+        config[LAST_REVISION_KEY] = "0"
+        config["columnsToIndex"] = ",".join(s.spec for s in specs)
+        config["cubeSize"] = str(revision.desired_cube_size)
+        config["tableFormat"] = "delta"
+        config["columnStats"] = self.options.column_stats or ""
+        config.update(self.options.table_properties)
+        return self._commit(state, None, {}, {}, config, schema_string, new_revision=True,
+                            revision_id=0)
+
+    def _commit(
+        self,
+        state: TableState,
+        revision: Revision | None,
+        weights: Mapping[str, int],
+        groups: Mapping[str, int],
+        configuration: Mapping[str, str] | None,
+        schema_string: str | None,
+        *,
+        new_revision: bool,
+        schema_changed: bool = False,
+        revision_id: int | None = None,
+    ) -> WriteResult:
+        from pyspark.sql import functions as F
+
+        if schema_changed and configuration is None:
+            configuration = dict(state.configuration)
+        txn_id = str(uuid.uuid4())
+        plan = WritePlan(
+            table_path=self.path,
+            mode="overwrite" if (self.mode == "overwrite" and state.exists) else "append",
+            read_version=state.version,
+            revision_json=None if revision is None else revision.to_json(),
+            cube_weights=weights,
+            cube_groups=groups,
+            configuration=configuration,
+            schema_string=schema_string,
+            txn_app_id=self.options.txn_app_id,
+            txn_version=self.options.txn_version,
+            txn_id=txn_id,
+            user_metadata=self.options.user_metadata,
+        )
+        df = self.df
+        if revision is not None:
+            df = df.select(
+                "*", F.hash(*[F.col(_quote(n)) for n in revision.column_names]).alias(WEIGHT_COLUMN)
+            )
+        with translate_errors():
+            df.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
+        return self._result(txn_id, revision, new_revision, revision_id)
+
+    def _result(
+        self,
+        txn_id: str,
+        revision: Revision | None,
+        new_revision: bool,
+        revision_id: int | None,
+    ) -> WriteResult:
+        for entry in load_history(self.spark, self.path, limit=20):
+            if entry.get("txnId") == txn_id:
+                metrics = entry.get("operationMetrics") or {}
+                return WriteResult(
+                    path=self.path,
+                    version=int(entry["version"]),
+                    revision_id=revision.revision_id if revision is not None else revision_id,
+                    new_revision=new_revision,
+                    num_files=int(metrics.get("numFiles", 0)),
+                    num_rows=int(metrics.get("numOutputRows", 0)),
+                )
+        return WriteResult(
+            path=self.path,
+            version=None,
+            revision_id=revision.revision_id if revision is not None else revision_id,
+            new_revision=new_revision,
+        )

@@ -1,0 +1,114 @@
+"""The contract between the client's write planner and the server plugin's writer.
+
+The client decides everything that needs global knowledge (the revision, the cube max
+weights, the rollup of cubes into file groups, the metadata to commit) and ships it to
+the server as one JSON option. Write tasks only apply it to their rows; the driver-side
+commit only turns it, plus the tasks' files, into Delta actions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from qbeast_connect.exceptions import InvalidOptionError
+
+#: Name of the helper column carrying the row weight (Spark ``hash`` of the indexed columns).
+WEIGHT_COLUMN = "_qbeastWeight"
+#: Column names a DataFrame written to a qbeast table may not use.
+RESERVED_COLUMNS = frozenset({WEIGHT_COLUMN, "_qbeastCube", "_qbeastFileUUID"})
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything the server needs to write and commit one qbeast write.
+
+    Attributes:
+        table_path: table location as the user gave it.
+        mode: ``append`` or ``overwrite`` (``errorifexists``/``ignore`` are settled earlier).
+        read_version: the table version the plan was made against; -1 for a new table.
+        revision_json: JSON of the revision rows are indexed with (None: unindexed write).
+        cube_weights: cube string -> max weight, for the point-to-cube rule.
+        cube_groups: cube string -> file group number (rollup).
+        configuration: the full ``metaData.configuration`` to commit, or None to keep it.
+        schema_string: Delta schema JSON to commit with the metadata (None: keep).
+        txn_app_id: idempotent-write application id, or None.
+        txn_version: idempotent-write version, or None.
+        txn_id: unique id of this write, recorded as ``commitInfo.txnId``.
+        user_metadata: ``commitInfo.userMetadata``, or None.
+        operation: Delta operation name for ``commitInfo``.
+        data_change: False for writes that only rearrange rows (optimize).
+        remove_paths: files this write removes (optimize); overwrite removes all files.
+        commit_tags: ``commitInfo.tags`` (pre-commit hook outputs).
+    """
+
+    table_path: str
+    mode: Literal["append", "overwrite"]
+    read_version: int
+    revision_json: str | None
+    cube_weights: Mapping[str, int] = field(default_factory=dict)
+    cube_groups: Mapping[str, int] = field(default_factory=dict)
+    configuration: Mapping[str, str] | None = None
+    schema_string: str | None = None
+    txn_app_id: str | None = None
+    txn_version: int | None = None
+    txn_id: str = ""
+    user_metadata: str | None = None
+    operation: str = "WRITE"
+    data_change: bool = True
+    remove_paths: tuple[str, ...] = ()
+    commit_tags: Mapping[str, str] | None = None
+
+    def to_json(self) -> str:
+        """Serialize for the ``plan`` option of the write data source."""
+        data: dict[str, Any] = {
+            "tablePath": self.table_path,
+            "mode": self.mode,
+            "readVersion": self.read_version,
+            "revision": self.revision_json,
+            "cubeWeights": dict(self.cube_weights),
+            "cubeGroups": dict(self.cube_groups),
+            "configuration": None if self.configuration is None else dict(self.configuration),
+            "schemaString": self.schema_string,
+            "txnAppId": self.txn_app_id,
+            "txnVersion": self.txn_version,
+            "txnId": self.txn_id,
+            "userMetadata": self.user_metadata,
+            "operation": self.operation,
+            "dataChange": self.data_change,
+            "removePaths": list(self.remove_paths),
+            "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
+        }
+        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> WritePlan:
+        """Parse the ``plan`` option.
+
+        Raises:
+            InvalidOptionError: the text is not a write plan.
+        """
+        try:
+            data = json.loads(text)
+            return cls(
+                table_path=str(data["tablePath"]),
+                mode=data["mode"],
+                read_version=int(data["readVersion"]),
+                revision_json=data["revision"],
+                cube_weights={str(k): int(v) for k, v in data["cubeWeights"].items()},
+                cube_groups={str(k): int(v) for k, v in data["cubeGroups"].items()},
+                configuration=data["configuration"],
+                schema_string=data["schemaString"],
+                txn_app_id=data["txnAppId"],
+                txn_version=data["txnVersion"],
+                txn_id=str(data["txnId"]),
+                user_metadata=data["userMetadata"],
+                operation=str(data["operation"]),
+                data_change=bool(data["dataChange"]),
+                remove_paths=tuple(data["removePaths"]),
+                commit_tags=data["commitTags"],
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InvalidOptionError(f"malformed write plan: {exc}") from exc

@@ -1,0 +1,117 @@
+"""The plugin's Python Data Sources.
+
+* ``qbeast_snapshot`` (reader): serves a table's Delta log state to the client as rows
+  ``(kind, payload)``, so the client never touches storage.
+* ``qbeast_write`` (writer): write tasks assign rows to cubes and write one parquet file
+  per file group; the driver-side ``commit`` turns the files into one Delta commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+
+PLUGIN_VERSION = "0.1.0"
+
+
+def _require(options: dict[str, str], key: str) -> str:
+    value = options.get(key)
+    if value is None or value == "":
+        raise InvalidOptionError(f"option '{key}' is required")
+    return value
+
+
+class _SnapshotReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = dict(options)
+
+    def read(self, partition: Any) -> Iterator[tuple[str, str]]:
+        if self.options.get("probe") == "true":
+            yield ("plugin", json.dumps({"version": PLUGIN_VERSION}))
+            return
+        from server_plugin.snapshot_rows import history_rows, snapshot_rows
+
+        path = _require(self.options, "path")
+        what = self.options.get("what", "snapshot")
+        if what == "history":
+            limit = self.options.get("limit")
+            yield from history_rows(path, int(limit) if limit else None)
+        elif what == "snapshot":
+            version = self.options.get("versionAsOf")
+            timestamp = self.options.get("timestampAsOf")
+            yield from snapshot_rows(
+                path,
+                version=int(version) if version not in (None, "") else None,
+                timestamp_ms=int(timestamp) if timestamp not in (None, "") else None,
+            )
+        else:
+            raise InvalidOptionError(f"unknown 'what' option {what!r}: use snapshot or history")
+
+
+class QbeastSnapshotSource(DataSource):  # type: ignore[misc]
+    """Reads a table's log state as ``(kind, payload)`` rows (plugin-internal format)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "qbeast_snapshot"
+
+    def schema(self) -> str:
+        return "kind string, payload string"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _SnapshotReader(self.options)
+
+
+class _IndexWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = dict(options)
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.writer import write_task
+
+        plan = WritePlan.from_json(_require(self.options, "plan"))
+        return write_task(plan, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.writer import commit_write
+
+        plan = WritePlan.from_json(_require(self.options, "plan"))
+        commit_write(plan, messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.writer import abort_write
+
+        plan = WritePlan.from_json(_require(self.options, "plan"))
+        abort_write(plan, messages)
+
+
+class QbeastWriteSource(DataSource):  # type: ignore[misc]
+    """Writes rows planned by the client into a qbeast table (plugin-internal format)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "qbeast_write"
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        if "plan" not in self.options:
+            raise InvalidOptionError(
+                "format 'qbeast_write' is internal to qbeast-connect: use qbeast_connect.write()"
+            )
+        return _IndexWriter(self.options)
+
+
+__all__ = ["TableNotFoundError", "QbeastSnapshotSource", "QbeastWriteSource"]

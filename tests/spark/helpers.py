@@ -1,0 +1,74 @@
+"""Helpers for Spark tests: read tables back independently and compare row multisets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+
+def log_actions(path: str) -> list[tuple[int, dict[str, Any]]]:
+    """All actions of the table's JSON commits as (version, action) pairs."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    log = Path(path) / "_delta_log"
+    for file in sorted(log.glob("*.json")):
+        version = int(file.name.split(".")[0])
+        for line in file.read_text().splitlines():
+            if line.strip():
+                out.append((version, json.loads(line)))
+    return out
+
+
+def live_adds(path: str) -> dict[str, dict[str, Any]]:
+    """Live add actions by path, replayed from the JSON commits (no checkpoints needed)."""
+    live: dict[str, dict[str, Any]] = {}
+    for _, action in log_actions(path):
+        if "add" in action:
+            live[action["add"]["path"]] = action["add"]
+        elif "remove" in action:
+            live.pop(action["remove"]["path"], None)
+    return live
+
+
+def latest_configuration(path: str) -> dict[str, str]:
+    """The configuration of the last metaData action."""
+    config: dict[str, str] = {}
+    for _, action in log_actions(path):
+        if "metaData" in action:
+            config = action["metaData"]["configuration"]
+    return config
+
+
+def row_digest(table: pa.Table, columns: list[str] | None = None) -> tuple[int, str]:
+    """(row count, order-independent digest of the rows) of an Arrow table."""
+    cols = columns or table.column_names
+    rows = table.select(cols).to_pylist()
+    digests = sorted(
+        hashlib.sha256(repr(tuple(_norm(r[c]) for c in cols)).encode()).hexdigest() for r in rows
+    )
+    return len(rows), hashlib.sha256("".join(digests).encode()).hexdigest()
+
+
+def _norm(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        if getattr(value, "tzinfo", None) is not None:
+            value = value.astimezone(__import__("datetime").timezone.utc).replace(tzinfo=None)
+        return value.isoformat()
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return value
+
+
+def spark_digest(df: Any, columns: list[str] | None = None) -> tuple[int, str]:
+    """Digest of a Spark DataFrame's rows (collected as Arrow)."""
+    return row_digest(df.toArrow(), columns)
+
+
+def deltalake_table(path: str) -> pa.Table:
+    """Read the table with the independent delta-rs reader."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(path).to_pyarrow_table()
