@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -20,12 +20,12 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+from qbeast_connect.exceptions import InvalidOptionError
 
 PLUGIN_VERSION = "0.1.0"
 
 
-def _require(options: dict[str, str], key: str) -> str:
+def _require(options: Mapping[str, str], key: str) -> str:
     value = options.get(key)
     if value is None or value == "":
         raise InvalidOptionError(f"option '{key}' is required")
@@ -33,8 +33,9 @@ def _require(options: dict[str, str], key: str) -> str:
 
 
 class _SnapshotReader(DataSourceReader):  # type: ignore[misc]
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = dict(options)
+    def __init__(self, options: Mapping[str, str]) -> None:
+        # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
+        self.options = options
 
     def read(self, partition: Any) -> Iterator[tuple[str, str]]:
         if self.options.get("probe") == "true":
@@ -73,9 +74,33 @@ class QbeastSnapshotSource(DataSource):  # type: ignore[misc]
         return _SnapshotReader(self.options)
 
 
+class _CommandReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = options
+
+    def read(self, partition: Any) -> Iterator[tuple[str, str]]:
+        from server_plugin.commands import run_command
+
+        yield from run_command(json.loads(_require(self.options, "command")))
+
+
+class QbeastCommandSource(DataSource):  # type: ignore[misc]
+    """Runs one table command (convert, vacuum) in the server (plugin-internal format)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "qbeast_command"
+
+    def schema(self) -> str:
+        return "kind string, payload string"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _CommandReader(self.options)
+
+
 class _IndexWriter(DataSourceArrowWriter):  # type: ignore[misc]
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = dict(options)
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = options
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         from qbeast_connect.write_plan import WritePlan
@@ -111,7 +136,12 @@ class QbeastWriteSource(DataSource):  # type: ignore[misc]
             raise InvalidOptionError(
                 "format 'qbeast_write' is internal to qbeast-connect: use qbeast_connect.write()"
             )
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.hooks import parse_hooks
+
+        # fail before any task writes a file when a hook is not allowed here
+        parse_hooks(WritePlan.from_json(self.options["plan"]).hooks)
         return _IndexWriter(self.options)
 
 
-__all__ = ["TableNotFoundError", "QbeastSnapshotSource", "QbeastWriteSource"]
+__all__ = ["QbeastCommandSource", "QbeastSnapshotSource", "QbeastWriteSource"]

@@ -1,0 +1,398 @@
+"""``QbeastTable``: read, sample, filter and inspect a qbeast table from a Connect client.
+
+A ``QbeastTable`` is a snapshot value: it holds the table state at one version, fetched
+through the server plugin in one small query. Reads plan the files to open on the client
+with the index (and Delta statistics) and return an ordinary DataFrame over exactly those
+files, so ``DataFrame.inputFiles()`` shows what the index selected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from qbeast_connect.exceptions import (
+    InvalidOptionError,
+    NotAQbeastTableError,
+    TableNotFoundError,
+)
+from qbeast_connect.model.revision import Revision
+from qbeast_connect.model.snapshot import QbeastSnapshot
+from qbeast_connect.planning.file_planner import (
+    ScanPlan,
+    plan_files,
+    sample_weight_sql,
+    stats_by_path,
+    validate_fraction,
+)
+from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
+from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.column import Column
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.session import SparkSession
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.metrics import IndexMetrics
+    from qbeast_connect.spark.operations import OptimizeResult
+
+
+@dataclass(frozen=True)
+class ScanExplanation:
+    """What a read will open, compared with the whole table.
+
+    Attributes:
+        plan: the file plan (selected files, per-revision details).
+        files: absolute paths of the files to read.
+    """
+
+    plan: ScanPlan
+    files: tuple[str, ...]
+
+    @property
+    def selected_files(self) -> int:
+        """Files the read opens."""
+        return len(self.plan.files)
+
+    @property
+    def total_files(self) -> int:
+        """Files in the table."""
+        return self.plan.total_files
+
+    @property
+    def selected_bytes(self) -> int:
+        """Bytes of the files the read opens."""
+        return self.plan.selected_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of all files in the table."""
+        return self.plan.total_bytes
+
+    @property
+    def selected_rows(self) -> int:
+        """Rows stored in the selected files (from their statistics or blocks)."""
+        return sum(f.num_records or f.element_count for f in self.plan.files)
+
+    def __str__(self) -> str:
+        share = self.selected_bytes / self.total_bytes if self.total_bytes else 0.0
+        lines = [
+            f"files: {self.selected_files} of {self.total_files}, bytes: "
+            f"{self.selected_bytes:,} of {self.total_bytes:,} ({share:.1%})",
+            f"skipped by the qbeast index: {self.plan.skipped_by_index}, "
+            f"by Delta statistics: {self.plan.skipped_by_stats}",
+        ]
+        for rev in self.plan.per_revision:
+            how = "index" if rev.indexed else "full"
+            cubes = "" if rev.selected_cubes is None else f", cubes {rev.selected_cubes}"
+            lines.append(
+                f"  revision {rev.revision_id} ({how}): {rev.selected_files} of "
+                f"{rev.total_files} files{cubes}"
+            )
+        return "\n".join(lines)
+
+
+class QbeastTable:
+    """A qbeast (or plain Delta) table at one version.
+
+    Create it with :meth:`forPath`; it never changes afterwards (:meth:`refresh` returns a
+    new one).
+
+    Example:
+        >>> t = QbeastTable.forPath(spark, "/data/events")  # doctest: +SKIP
+        >>> t.sample(0.01).count()  # doctest: +SKIP
+    """
+
+    def __init__(self, spark: SparkSession, path: str, state: TableState) -> None:
+        self._spark = spark
+        self._path = path
+        self._state = state
+        self._qbeast = state.qbeast()
+
+    # -- construction ----------------------------------------------------------------
+
+    @classmethod
+    def forPath(  # noqa: N802 - PySpark naming
+        cls,
+        spark: SparkSession,
+        path: str,
+        *,
+        versionAsOf: int | None = None,  # noqa: N803
+    ) -> QbeastTable:
+        """Load the table at ``path`` (latest version, or ``versionAsOf``).
+
+        Raises:
+            TableNotFoundError: no Delta table at ``path``.
+        """
+        state = load_table_state(spark, path, version=versionAsOf)
+        if not state.exists:
+            raise TableNotFoundError(
+                f"no table at {path}: write one with qbeast_connect.write(df, path, ...)"
+            )
+        return cls(spark, path, state)
+
+    def refresh(self) -> QbeastTable:
+        """Return this table at its latest version."""
+        return QbeastTable.forPath(self._spark, self._path)
+
+    # -- basic information -----------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The table location."""
+        return self._path
+
+    def version(self) -> int:
+        """The Delta version this object describes."""
+        return self._state.version
+
+    @property
+    def schema(self) -> StructType:
+        """The table schema."""
+        from pyspark.sql.types import StructType
+
+        text = self._state.schema_string
+        if text is None:
+            raise TableNotFoundError(f"the table at {self._path} has no schema")
+        return StructType.fromJson(json.loads(text))
+
+    @property
+    def snapshot(self) -> QbeastSnapshot:
+        """The qbeast view of the log: revisions, index files, cube statuses."""
+        return self._qbeast
+
+    def properties(self) -> Mapping[str, str]:
+        """Table properties (``metaData.configuration`` without the revision entries)."""
+        return self._qbeast.table_properties()
+
+    def _require_qbeast(self) -> None:
+        if not self._qbeast.is_qbeast:
+            raise NotAQbeastTableError(
+                f"the table at {self._path} has no qbeast metadata: convert it with "
+                "qbeast_connect.convertToQbeast(...)"
+            )
+
+    def revisionIDs(self) -> list[int]:  # noqa: N802
+        """Ids of every revision of the table, ascending."""
+        self._require_qbeast()
+        return sorted(self._qbeast.revisions)
+
+    def allRevisionIDs(self) -> list[int]:  # noqa: N802 - qbeast-spark name
+        """Same as :meth:`revisionIDs` (qbeast-spark's name)."""
+        return self.revisionIDs()
+
+    def lastRevisionID(self) -> int:  # noqa: N802
+        """Id of the latest revision."""
+        self._require_qbeast()
+        return self._qbeast.last_revision_id
+
+    def latestRevisionID(self) -> int:  # noqa: N802 - qbeast-spark name
+        """Same as :meth:`lastRevisionID` (qbeast-spark's name)."""
+        return self.lastRevisionID()
+
+    def revision(self, revisionID: int | None = None) -> Revision:  # noqa: N803
+        """The revision with this id (default: the latest)."""
+        self._require_qbeast()
+        rid = self._qbeast.last_revision_id if revisionID is None else revisionID
+        found = self._qbeast.revisions.get(rid)
+        if found is None:
+            raise InvalidOptionError(
+                f"revision {rid} does not exist; revisions are {self.revisionIDs()}"
+            )
+        return found
+
+    @property
+    def latestRevision(self) -> Revision:  # noqa: N802
+        """The latest revision."""
+        return self.revision()
+
+    def allRevisions(self) -> list[Revision]:  # noqa: N802
+        """Every revision, by id."""
+        return [self.revision(r) for r in self.revisionIDs()]
+
+    def indexedColumns(self, revisionID: int | None = None) -> list[str]:  # noqa: N802, N803
+        """Indexed column names of a revision (default: the latest)."""
+        return list(self.revision(revisionID).column_names)
+
+    def cubeSize(self, revisionID: int | None = None) -> int:  # noqa: N802, N803
+        """Desired cube size (rows) of a revision (default: the latest)."""
+        return self.revision(revisionID).desired_cube_size
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The table's commits (``commitInfo`` with ``version``), newest first."""
+        return load_history(self._spark, self._path, limit)
+
+    def getIndexMetrics(self, revisionID: int | None = None) -> IndexMetrics:  # noqa: N802, N803
+        """Index metrics of a revision (default: the latest); see :class:`IndexMetrics`."""
+        from qbeast_connect.metrics import compute_index_metrics
+
+        revision = self.revision(revisionID)
+        return compute_index_metrics(self._qbeast, revision.revision_id)
+
+    # -- maintenance -----------------------------------------------------------------
+
+    def optimize(
+        self,
+        revisionID: int | None = None,  # noqa: N803
+        fraction: float = 1.0,
+        files: Sequence[str] | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> OptimizeResult:
+        """Rewrite files so that they follow the index, in one commit.
+
+        For an indexed revision (default: the latest) the rows of its files are assigned
+        again with the revision's current cube max weights (rows appended above a cube's
+        weight move down to its children) and written grouped by the rollup of small cubes
+        into files near ``cubeSize`` rows; the old files are removed. ``optimize(0)`` indexes
+        the staging area (files without qbeast tags) into the latest revision, like an
+        append. Every row is kept exactly; ``dataChange`` is false on all file actions.
+
+        Args:
+            revisionID: the revision to optimize; 0 for the staging area.
+            fraction: optimize only files holding blocks whose lowest weight is within this
+                sample fraction (the top of the tree); for the staging area, the oldest
+                files up to this share of its bytes.
+            files: optimize exactly these files (relative paths from the log) instead.
+            options: ``userMetadata`` and ``qbeastPreCommitHook.*`` options.
+
+        Returns:
+            An :class:`OptimizeResult`. The table object is not changed: use
+            :meth:`refresh` to see the new version.
+        """
+        from qbeast_connect.spark.operations import optimize
+
+        return optimize(self, revisionID, fraction, files, options)
+
+    def vacuum(
+        self,
+        retentionHours: float = 168,  # noqa: N803
+        dryRun: bool = False,  # noqa: N803
+        enforceRetentionDuration: bool = True,  # noqa: N803
+    ) -> list[str]:
+        """Delete files no longer referenced by the table and older than the retention.
+
+        A file the table references, or that a version within the retention still
+        references, is never deleted; neither is a file younger than the retention (it may
+        belong to a write that has not committed yet).
+
+        Args:
+            retentionHours: keep files removed less than this many hours ago.
+            dryRun: only list what would be deleted.
+            enforceRetentionDuration: refuse a retention shorter than the table's
+                ``delta.deletedFileRetentionDuration`` (one week by default).
+
+        Returns:
+            Paths (relative to the table root) deleted, or that would be deleted.
+        """
+        from qbeast_connect.spark.operations import vacuum
+
+        return vacuum(self, retentionHours, dryRun, enforceRetentionDuration)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def toDF(self) -> DataFrame:  # noqa: N802
+        """Every row of the table (all revisions and the staging area)."""
+        return self.read()
+
+    def sample(self, fraction: float) -> DataFrame:
+        """A deterministic sample: exactly the rows whose weight is below ``weight(fraction)``.
+
+        Raises:
+            InvalidOptionError: ``fraction`` is not in (0, 1].
+        """
+        return self.read(fraction=fraction)
+
+    def filter(self, condition: Column | str) -> DataFrame:
+        """Rows matching ``condition`` (a Column or a SQL string), reading only the files
+        the index and the file statistics cannot rule out."""
+        return self.read(where=condition)
+
+    where = filter
+
+    def read(
+        self,
+        where: Column | str | None = None,
+        fraction: float | None = None,
+        versionAsOf: int | None = None,  # noqa: N803
+    ) -> DataFrame:
+        """Rows matching ``where`` in a sample ``fraction`` of the table at ``versionAsOf``.
+
+        Args:
+            where: a filter (Column or SQL string); predicates on indexed columns prune cubes,
+                any column prunes files by their statistics, and the whole condition is
+                applied to the rows read.
+            fraction: sample fraction in (0, 1].
+            versionAsOf: read an older version of the table.
+
+        Returns:
+            An ordinary DataFrame; ``inputFiles()`` lists only the selected files.
+        """
+        table = self._at(versionAsOf)
+        explanation = table._explain(where, fraction)
+        return table._dataframe(explanation, where, fraction)
+
+    def explainScan(  # noqa: N802
+        self,
+        where: Column | str | None = None,
+        fraction: float | None = None,
+        versionAsOf: int | None = None,  # noqa: N803
+    ) -> ScanExplanation:
+        """What a :meth:`read` with these arguments would open: files and bytes vs the table."""
+        return self._at(versionAsOf)._explain(where, fraction)
+
+    def _at(self, version: int | None) -> QbeastTable:
+        if version is None or version == self._state.version:
+            return self
+        return QbeastTable.forPath(self._spark, self._path, versionAsOf=version)
+
+    def _predicate(self, where: Column | str | None) -> Predicate | None:
+        if where is None:
+            return None
+        if isinstance(where, str):
+            return from_sql(where)
+        return from_column(where)
+
+    def _explain(self, where: Column | str | None, fraction: float | None) -> ScanExplanation:
+        if fraction is not None:
+            fraction = validate_fraction(fraction)
+        plan = plan_files(
+            self._qbeast,
+            self._predicate(where),
+            fraction,
+            file_stats=stats_by_path(self._state.adds),
+        )
+        return ScanExplanation(plan, tuple(self._absolute(p) for p in plan.paths))
+
+    def _absolute(self, path: str) -> str:
+        if "://" in path or path.startswith("/"):
+            return path
+        return self._path.rstrip("/") + "/" + unquote(path)
+
+    def _sample_columns(self) -> Sequence[str]:
+        if self._qbeast.is_qbeast:
+            return self.indexedColumns()
+        raise NotAQbeastTableError(
+            f"the table at {self._path} has no qbeast metadata, so it has no row weights to "
+            "sample by: convert it with qbeast_connect.convertToQbeast(...) first"
+        )
+
+    def _dataframe(
+        self, explanation: ScanExplanation, where: Column | str | None, fraction: float | None
+    ) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        schema = self.schema
+        if explanation.files:
+            df = self._spark.read.schema(schema).parquet(*explanation.files)
+        else:
+            df = self._spark.createDataFrame([], schema)
+        if fraction is not None and fraction < 1.0:
+            df = df.filter(F.expr(sample_weight_sql(self._sample_columns(), fraction)))
+        if where is not None:
+            df = df.filter(F.expr(where) if isinstance(where, str) else where)
+        return df
+
