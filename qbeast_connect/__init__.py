@@ -22,6 +22,8 @@ from qbeast_connect.exceptions import (
     UnsupportedProtocolError,
 )
 
+from qbeast_connect.spark.operations import OptimizeResult
+from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
 from qbeast_connect.spark.session import session, stop
 from qbeast_connect.spark.write import DataFrameQbeastWriter, WriteResult, write, writer
 from qbeast_connect.table import QbeastTable, ScanExplanation
@@ -47,10 +49,12 @@ __all__ = [
     "UnsafePathError",
     "UnsupportedProtocolError",
     "DataFrameQbeastWriter",
+    "OptimizeResult",
     "QbeastTable",
     "ScanExplanation",
     "WriteResult",
     "__version__",
+    "convertToQbeast",
     "session",
     "stop",
     "write",

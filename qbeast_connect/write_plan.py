@@ -41,7 +41,10 @@ class WritePlan:
         operation: Delta operation name for ``commitInfo``.
         data_change: False for writes that only rearrange rows (optimize).
         remove_paths: files this write removes (optimize); overwrite removes all files.
-        commit_tags: ``commitInfo.tags`` (pre-commit hook outputs).
+        commit_tags: ``commitInfo.tags`` given directly.
+        hooks: pre-commit hook options: ``<name>`` -> hook id, ``<name>.arg`` -> argument.
+            Hook ids name hooks the server allows (built-ins or entry points); the outputs
+            of the hooks become ``commitInfo.tags``.
     """
 
     table_path: str
@@ -60,6 +63,7 @@ class WritePlan:
     data_change: bool = True
     remove_paths: tuple[str, ...] = ()
     commit_tags: Mapping[str, str] | None = None
+    hooks: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """Serialize for the ``plan`` option of the write data source."""
@@ -80,6 +84,7 @@ class WritePlan:
             "dataChange": self.data_change,
             "removePaths": list(self.remove_paths),
             "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
+            "hooks": dict(self.hooks),
         }
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
 
@@ -109,6 +114,7 @@ class WritePlan:
                 data_change=bool(data["dataChange"]),
                 remove_paths=tuple(data["removePaths"]),
                 commit_tags=data["commitTags"],
+                hooks={str(k): str(v) for k, v in data.get("hooks", {}).items()},
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InvalidOptionError(f"malformed write plan: {exc}") from exc

@@ -246,8 +246,13 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     extra: dict[str, Any] = {}
     if plan.user_metadata is not None:
         extra["userMetadata"] = plan.user_metadata
-    if plan.commit_tags:
-        extra["tags"] = dict(plan.commit_tags)
+    tags = dict(plan.commit_tags or {})
+    if plan.hooks:
+        from server_plugin.hooks import run_hooks
+
+        tags.update(run_hooks(plan.hooks, actions))
+    if tags:
+        extra["tags"] = tags
     try:
         return commit(
             storage,

@@ -21,6 +21,7 @@ _embedded: dict[str, LocalConnectServer] = {}
 #: Format names of the server plugin's data sources.
 SNAPSHOT_FORMAT = "qbeast_snapshot"
 WRITE_FORMAT = "qbeast_write"
+COMMAND_FORMAT = "qbeast_command"
 
 
 def session(remote: str | None = None, **conf: str) -> SparkSession:
@@ -107,10 +108,15 @@ def register_plugin(spark: SparkSession) -> None:
     Raises:
         PluginUnavailableError: the server's Python workers cannot import ``server_plugin``.
     """
-    from server_plugin.datasource import QbeastSnapshotSource, QbeastWriteSource
+    from server_plugin.datasource import (
+        QbeastCommandSource,
+        QbeastSnapshotSource,
+        QbeastWriteSource,
+    )
 
     spark.dataSource.register(QbeastSnapshotSource)
     spark.dataSource.register(QbeastWriteSource)
+    spark.dataSource.register(QbeastCommandSource)
     try:
         with translate_errors():
             rows = spark.read.format(SNAPSHOT_FORMAT).option("probe", "true").load().collect()

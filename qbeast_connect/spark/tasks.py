@@ -56,3 +56,33 @@ def estimate_domains(params_json: str, batches: Iterator[pa.RecordBatch]) -> Ite
             {"cube": list(domains.keys()), "domain": [float(v) for v in domains.values()]},
             schema=pa.schema([("cube", pa.string()), ("domain", pa.float64())]),
         )
+
+
+#: Name of the helper column carrying a row's file group in consolidating writes.
+GROUP_COLUMN = "_qbeastGroup"
+
+
+def assign_groups(params_json: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Append the file group of every row (``_qbeastGroup``), for a shuffle by group.
+
+    Args:
+        params_json: JSON with ``revision``, ``cubeWeights`` (cube -> max weight) and
+            ``cubeGroups`` (cube -> group).
+        batches: all columns plus the weight column.
+    """
+    from qbeast_connect.index.assignment import CubeAssigner, group_rows
+    from qbeast_connect.index.normalize import normalize
+
+    params = json.loads(params_json)
+    revision = Revision.from_json(params["revision"])
+    assigner = CubeAssigner(revision.dimension_count, params["cubeWeights"])
+    groups = {str(k): int(v) for k, v in params["cubeGroups"].items()}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        columns = [batch.column(name) for name in revision.column_names]
+        points = normalize(revision.transformations, columns)
+        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
+        labels, inverse = assigner.assign_labels(points, weights)
+        group = group_rows(inverse, labels, groups)
+        yield batch.append_column(GROUP_COLUMN, pa.array(group, type=pa.int32()))

@@ -237,13 +237,29 @@ def _quote(column: str) -> str:
 
 
 class _Writer:
-    def __init__(self, df: DataFrame, path: str, mode: WriteMode, options: WriteOptions) -> None:
+    """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
+    staging area, which indexes existing rows like an append and replaces their files."""
+
+    def __init__(
+        self,
+        df: DataFrame,
+        path: str,
+        mode: WriteMode,
+        options: WriteOptions,
+        *,
+        remove_paths: tuple[str, ...] = (),
+        data_change: bool = True,
+        operation: str = "WRITE",
+    ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
         self.df = df
         self.path = path
         self.mode = mode
         self.options = options
+        self.remove_paths = remove_paths
+        self.data_change = data_change
+        self.operation = operation
         self.specs: tuple[ColumnSpec, ...] = (
             parse_columns_to_index(options.columns_to_index)
             if options.columns_to_index is not None
@@ -607,6 +623,10 @@ class _Writer:
             txn_version=self.options.txn_version,
             txn_id=txn_id,
             user_metadata=self.options.user_metadata,
+            operation=self.operation,
+            data_change=self.data_change,
+            remove_paths=self.remove_paths,
+            hooks=self.options.hooks,
         )
         df = self.df
         if revision is not None:

@@ -1,0 +1,295 @@
+"""Table operations over Spark Connect: optimize, convert to qbeast, vacuum."""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.model.column_spec import parse_columns_to_index
+from qbeast_connect.model.weight import fraction_from_weight
+from qbeast_connect.options import CUBE_SIZE_DEFAULT, parse_write_options
+from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.session import COMMAND_FORMAT, WRITE_FORMAT
+from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession
+
+    from qbeast_connect.spark.write import WriteResult
+    from qbeast_connect.table import QbeastTable
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    """What an optimize did.
+
+    Attributes:
+        version: the committed version (None when there was nothing to rewrite).
+        revision_id: the revision optimized (0 = the staging area).
+        removed_files: files replaced.
+        added_files: files written.
+        rows: rows rewritten.
+    """
+
+    version: int | None
+    revision_id: int
+    removed_files: int
+    added_files: int
+    rows: int
+
+
+def _quote(column: str) -> str:
+    return f"`{column.replace('`', '``')}`"
+
+
+def run_command(spark: SparkSession, command: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run a plugin command and return its decoded result payloads."""
+    reader = spark.read.format(COMMAND_FORMAT).option("command", json.dumps(dict(command)))
+    with translate_errors():
+        rows = reader.load().collect()
+    return [json.loads(r["payload"]) for r in rows if r["kind"] == "result"]
+
+
+def convert_to_qbeast(
+    spark: SparkSession,
+    path: str,
+    columnsToIndex: str,  # noqa: N803 - qbeast-spark names
+    cubeSize: int = CUBE_SIZE_DEFAULT,  # noqa: N803
+    sourceFormat: str = "parquet",  # noqa: N803
+    **properties: str,
+) -> int:
+    """Make a parquet directory or a Delta table at ``path`` a qbeast table.
+
+    The data files are not rewritten: they become the staging area (revision 0), which is
+    read and sampled in full until ``QbeastTable.optimize(0)`` indexes it. Later appends
+    are indexed at once. Converting a qbeast table is a no-op.
+
+    Args:
+        spark: the session.
+        path: the directory.
+        columnsToIndex: the columns later writes index (``"a,b"``).
+        cubeSize: desired rows per cube.
+        sourceFormat: ``parquet`` (a directory of parquet files) or ``delta``.
+        **properties: table properties to store.
+
+    Returns:
+        The table version after the conversion.
+
+    Raises:
+        InvalidOptionError: a partitioned source, unknown columns, mixed file schemas.
+        TableNotFoundError: nothing to convert at ``path``.
+    """
+    parse_columns_to_index(columnsToIndex)
+    if isinstance(cubeSize, bool) or not isinstance(cubeSize, int) or cubeSize <= 0:
+        raise InvalidOptionError(f"cubeSize must be a positive integer, got {cubeSize!r}")
+    if sourceFormat.lower() not in ("parquet", "delta"):
+        raise InvalidOptionError(
+            f"sourceFormat must be 'parquet' or 'delta', got {sourceFormat!r}"
+        )
+    result = run_command(
+        spark,
+        {
+            "command": "convert",
+            "path": path,
+            "columnsToIndex": columnsToIndex,
+            "cubeSize": cubeSize,
+            "sourceFormat": sourceFormat,
+            "properties": properties,
+        },
+    )
+    return int(result[0]["version"])
+
+
+def vacuum(
+    table: QbeastTable,
+    retentionHours: float = 168,  # noqa: N803
+    dryRun: bool = False,  # noqa: N803
+    enforceRetentionDuration: bool = True,  # noqa: N803
+) -> list[str]:
+    """Delete unreferenced files older than the retention; return their paths."""
+    if retentionHours < 0:
+        raise InvalidOptionError(f"retentionHours must be >= 0, got {retentionHours}")
+    result = run_command(
+        table._spark,
+        {
+            "command": "vacuum",
+            "path": table.path,
+            "retentionHours": retentionHours,
+            "dryRun": dryRun,
+            "enforceRetentionDuration": enforceRetentionDuration,
+        },
+    )
+    return list(result[0]["files"])
+
+
+def optimize(
+    table: QbeastTable,
+    revisionID: int | None = None,  # noqa: N803
+    fraction: float = 1.0,
+    files: Sequence[str] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> OptimizeResult:
+    """Rewrite files according to the index (see :meth:`QbeastTable.optimize`)."""
+    if not 0.0 < fraction <= 1.0 or fraction != fraction:
+        raise InvalidOptionError(f"fraction must be in (0, 1], got {fraction}")
+    opts = parse_write_options(dict(options or {}))
+    snapshot = table.snapshot
+    if files is not None:
+        return _optimize_paths(table, [str(f) for f in files], opts)
+    rid = table.lastRevisionID() if revisionID is None else revisionID
+    if rid == 0 or (rid in snapshot.revisions and snapshot.revisions[rid].is_staging):
+        return _optimize_staging(table, fraction, opts)
+    revision = table.revision(rid)
+    chosen = [
+        f.path
+        for f in snapshot.files_of(revision.revision_id)
+        if fraction >= 1.0 or any(fraction_from_weight(b.min_weight) <= fraction for b in f.blocks)
+    ]
+    return _rewrite(table, revision.revision_id, chosen, opts)
+
+
+def _optimize_paths(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeResult:
+    snapshot = table.snapshot
+    by_path = {f.path: f for f in snapshot.files}
+    unknown = [p for p in paths if p not in by_path]
+    if unknown:
+        raise InvalidOptionError(
+            f"files {unknown[:5]} are not live files of the table at version {table.version()}"
+        )
+    results = []
+    staging = [p for p in paths if by_path[p].revision_id == 0]
+    if staging:
+        results.append(_index_staging(table, staging, opts))
+    revisions = sorted({by_path[p].revision_id for p in paths} - {0})
+    for rid in revisions:
+        table = table.refresh() if results else table
+        chosen = [p for p in paths if by_path[p].revision_id == rid]
+        results.append(_rewrite(table, rid, chosen, opts))
+    if not results:
+        return OptimizeResult(None, table.lastRevisionID(), 0, 0, 0)
+    last = results[-1]
+    return OptimizeResult(
+        last.version,
+        last.revision_id,
+        sum(r.removed_files for r in results),
+        sum(r.added_files for r in results),
+        sum(r.rows for r in results),
+    )
+
+
+def _rewrite(
+    table: QbeastTable, revision_id: int, paths: list[str], opts: Any
+) -> OptimizeResult:
+    """Re-assign the rows of ``paths`` with the revision's current cube max weights and
+    write them grouped by the rollup of their cubes (one shuffle), in one commit."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType
+
+    from qbeast_connect.index.rollup import rollup_groups
+    from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
+
+    if not paths:
+        return OptimizeResult(None, revision_id, 0, 0, 0)
+    snapshot = table.snapshot
+    revision = snapshot.revisions[revision_id]
+    statuses = snapshot.cube_statuses(revision_id)
+    weights = {str(c): int(s.max_weight) for c, s in statuses.items()}
+    wanted = set(paths)
+    counts: dict[str, int] = {}
+    rows = 0
+    for f in snapshot.files_of(revision_id):
+        if f.path in wanted:
+            for b in f.blocks:
+                counts[b.cube_id] = counts.get(b.cube_id, 0) + b.element_count
+                rows += b.element_count
+    groups = rollup_groups(counts, revision.dimension_count, revision.desired_cube_size)
+    names = list(revision.column_names)
+    source = table._spark.read.schema(table.schema).parquet(*[table._absolute(p) for p in paths])
+    weighted = source.select(
+        "*", F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN)
+    )
+    params = json.dumps(
+        {"revision": revision.to_json(), "cubeWeights": weights, "cubeGroups": groups}
+    )
+    out_schema = weighted.schema.add(GROUP_COLUMN, IntegerType())
+    num_groups = max(1, len(set(groups.values())))
+    grouped = (
+        weighted.mapInArrow(functools.partial(assign_groups, params), out_schema)
+        .repartition(num_groups, F.col(GROUP_COLUMN))
+        .drop(GROUP_COLUMN)
+    )
+    plan = WritePlan(
+        table_path=table.path,
+        mode="append",
+        read_version=table.version(),
+        revision_json=revision.to_json(),
+        cube_weights=weights,
+        cube_groups=groups,
+        txn_id=str(uuid.uuid4()),
+        user_metadata=opts.user_metadata,
+        operation="OPTIMIZE",
+        data_change=False,
+        remove_paths=tuple(paths),
+        hooks=opts.hooks,
+    )
+    with translate_errors():
+        grouped.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
+    version, added = _find_commit(table, plan.txn_id)
+    return OptimizeResult(version, revision_id, len(paths), added, rows)
+
+
+def _find_commit(table: QbeastTable, txn_id: str) -> tuple[int | None, int]:
+    for entry in table.history(limit=20):
+        if entry.get("txnId") == txn_id:
+            metrics = entry.get("operationMetrics") or {}
+            return int(entry["version"]), int(metrics.get("numFiles", 0))
+    return None, 0
+
+
+def _optimize_staging(table: QbeastTable, fraction: float, opts: Any) -> OptimizeResult:
+    staging = sorted(table.snapshot.staging_files(), key=lambda f: f.modification_time)
+    if not staging:
+        return OptimizeResult(None, 0, 0, 0, 0)
+    budget = fraction * sum(f.size for f in staging)
+    chosen: list[str] = []
+    used = 0
+    for f in staging:
+        if chosen and used + f.size > budget:
+            break
+        chosen.append(f.path)
+        used += f.size
+    return _index_staging(table, chosen, opts)
+
+
+def _index_staging(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeResult:
+    """Index staging files like an append (latest revision's columns and cube size) and
+    replace them, in one commit."""
+    from qbeast_connect.spark.write import _Writer
+
+    latest = table.latestRevision
+    raw: dict[str, Any] = {
+        "columnsToIndex": ",".join(latest.column_names),
+        "cubeSize": latest.desired_cube_size,
+    }
+    if opts.user_metadata is not None:
+        raw["userMetadata"] = opts.user_metadata
+    for key, value in opts.hooks.items():
+        raw[f"qbeastPreCommitHook.{key}"] = value
+    source = table._spark.read.schema(table.schema).parquet(*[table._absolute(p) for p in paths])
+    result: WriteResult = _Writer(
+        source,
+        table.path,
+        "append",
+        parse_write_options(raw),
+        remove_paths=tuple(paths),
+        data_change=False,
+        operation="OPTIMIZE",
+    ).run()
+    return OptimizeResult(
+        result.version, result.revision_id or 0, len(paths), result.num_files, result.num_rows
+    )
