@@ -41,7 +41,7 @@ from qbeast_connect.planning.predicate import (
     quote_identifier,
     to_dnf,
 )
-from qbeast_connect.planning.query_space import ALL_SPACE, QuerySpace, query_space
+from qbeast_connect.planning.query_space import QuerySpace, query_space
 
 __all__ = [
     "RevisionScan",
@@ -498,7 +498,7 @@ def plan_files(
             if space.is_empty:
                 candidates: list[IndexFile] = []
                 cubes = 0
-            elif space is ALL_SPACE and weight_range is None:
+            elif space.is_all and weight_range is None:
                 candidates = list(files)
             else:
                 candidates, cubes = _index_select(snapshot, revision_id, files, space, weight_range)

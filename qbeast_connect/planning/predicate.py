@@ -25,10 +25,10 @@ import datetime as _dt
 import math
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from qbeast_connect.exceptions import InvalidOptionError
 
@@ -73,8 +73,8 @@ __all__ = [
 ComparisonOp: TypeAlias = Literal["=", "<", "<=", ">", ">="]
 LiteralValue: TypeAlias = "bool | int | float | Decimal | str | _dt.date | _dt.datetime | None"
 
+_T = TypeVar("_T")
 _OPS: frozenset[str] = frozenset({"=", "<", "<=", ">", ">="})
-_FLIPPED: dict[str, ComparisonOp] = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATED: dict[str, ComparisonOp] = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 _UTC = _dt.UTC
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
@@ -220,9 +220,9 @@ class IsNotNull(Predicate):
 
 
 def _check_children(children: object, what: str) -> tuple[Predicate, ...]:
-    if isinstance(children, Predicate):
-        raise InvalidOptionError(f"{what} takes a sequence of predicates, got a single predicate")
-    result = tuple(children)  # type: ignore[call-overload]
+    if isinstance(children, Predicate) or not isinstance(children, Iterable):
+        raise InvalidOptionError(f"{what} takes a sequence of predicates, got {children!r}")
+    result: tuple[Any, ...] = tuple(children)
     if not result:
         raise InvalidOptionError(f"{what} needs at least one child")
     for c in result:
@@ -372,14 +372,6 @@ def referenced_columns(p: Predicate) -> frozenset[str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _is_nan(value: object) -> bool:
-    if isinstance(value, float):
-        return math.isnan(value)
-    if isinstance(value, Decimal):
-        return value.is_nan()
-    return False
-
-
 def nnf(p: Predicate) -> Predicate:
     """Return an equivalent predicate with ``NOT`` pushed down to the leaves.
 
@@ -438,12 +430,20 @@ def _fold(children: list[Predicate], is_and: bool) -> Predicate:
             flat.extend(c.children)
         else:
             flat.append(c)
-    flat = list(dict.fromkeys(flat))  # drop duplicates, keep order
+    flat = _unique(flat)
     if not flat:
         return TRUE if is_and else FALSE
     if len(flat) == 1:
         return flat[0]
     return And(tuple(flat)) if is_and else Or(tuple(flat))
+
+
+def _unique(items: Iterable[_T]) -> list[_T]:
+    """Drop duplicates, keeping order; type-aware (``1``, ``1.0`` and ``True`` differ)."""
+    seen: dict[str, _T] = {}
+    for item in items:
+        seen.setdefault(repr(item), item)
+    return list(seen.values())
 
 
 def to_dnf(p: Predicate, *, max_terms: int = 64) -> tuple[tuple[Predicate, ...], ...]:
@@ -471,7 +471,7 @@ def _dnf(p: Predicate, limit: int) -> tuple[tuple[Predicate, ...], ...]:
             terms.extend(_dnf(c, limit))
             if len(terms) > limit:
                 return ((),)  # widen: no restriction
-        return tuple(dict.fromkeys(terms))
+        return tuple(_unique(terms))
     if isinstance(p, And):
         parts = [_dnf(c, limit) for c in p.children]
         if any(len(part) == 0 for part in parts):
@@ -483,7 +483,7 @@ def _dnf(p: Predicate, limit: int) -> tuple[tuple[Predicate, ...], ...]:
         result: list[tuple[Predicate, ...]] = [()]
         for part in parts:
             result = [a + b for a in result for b in part]
-        return tuple(dict.fromkeys(tuple(dict.fromkeys(t)) for t in result))
+        return tuple(_unique(tuple(_unique(t)) for t in result))
     return ((p,),)
 
 
@@ -1066,6 +1066,17 @@ class _Parser:
                 self.advance()
                 self.skip_type()
                 node = _Node("other", node.start, self.last_end())
+            elif self.is_kw("COLLATE") and self.peek(1).kind in ("ident", "qident"):
+                self.advance()  # a collation changes comparisons: never interpret it
+                self.advance()
+                while self.is_op(".") and self.peek(1).kind in ("ident", "qident"):
+                    self.advance()
+                    self.advance()
+                node = _Node("other", node.start, self.last_end())
+            elif self.is_op(":") and self.peek(1).kind in ("ident", "qident", "string"):
+                self.advance()  # variant / JSON path: col:field
+                self.advance()
+                node = _Node("other", node.start, self.last_end())
             else:
                 return node
 
@@ -1124,6 +1135,8 @@ class _Parser:
             return self.parse_strings()
         if tok.kind == "qident":
             self.advance()
+            if self.is_op("("):
+                return self.parse_call(tok)
             return _Node("col", tok.start, tok.end, parts=(tok.value,))
         if tok.kind == "ident":
             return self.parse_word()
@@ -1608,7 +1621,11 @@ def _from_connect(expr: Any) -> Predicate:
     if isinstance(expr, E.ColumnAlias):
         return _from_connect(expr._child)
     if isinstance(expr, E.SQLExpression):
-        return from_sql(expr._expr)
+        try:
+            return from_sql(expr._expr)
+        except PredicateSyntaxError:
+            # Spark parses this text itself and reports its own errors; we just don't prune.
+            return Opaque(f"({expr._expr})", expr)
     if isinstance(expr, E.LiteralExpression):
         value = _connect_literal(expr)
         if isinstance(value, bool):
@@ -1660,7 +1677,8 @@ def from_column(col: object) -> Predicate:
     ``>=``, ``!=``/``<>``, ``<=>``, ``in``, ``isNull``, ``isNotNull``, ``between`` with a
     plain single-part ``ColumnReference`` on one side and a ``LiteralExpression`` on the
     other (``between`` and ``isin`` arrive as ``and(>=, <=)`` and ``in``);
-    ``SQLExpression`` (``F.expr``) through :func:`from_sql`; ``ColumnAlias`` (unwrapped);
+    ``SQLExpression`` (``F.expr``) through :func:`from_sql` (text it cannot parse becomes
+    Opaque instead of raising: Spark reports its own errors); ``ColumnAlias`` (unwrapped);
     boolean literals. Everything else — other functions, casts, arithmetic, UDFs, qualified
     or metadata columns, TimestampNTZ/binary/array literals — becomes :class:`Opaque`, with
     best-effort SQL text and the original expression for :func:`to_column`.

@@ -181,6 +181,13 @@ def test_opaque_inside_known_tree() -> None:
     assert to_sql(p) == "(`a` > 1) AND ((`s` LIKE 'x%'))"
 
 
+def test_unparsable_expr_text_becomes_opaque() -> None:
+    column = F.expr("a > 1 +")  # Spark will report this error itself
+    p = from_column(column)
+    assert isinstance(p, Opaque)
+    assert p.sql == "(a > 1 +)"
+
+
 def test_from_column_accepts_sql_strings() -> None:
     assert from_column("a < 5") == C("a", "<", 5)
 

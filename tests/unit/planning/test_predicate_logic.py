@@ -98,6 +98,14 @@ def test_referenced_columns() -> None:
     }  # fmt: skip
 
 
+def test_dedupe_is_type_aware() -> None:
+    # 1 == 1.0 == True in Python, but they are different SQL literals: never merge them
+    p = Or((C("a", "=", 1), C("a", "=", True), C("a", "=", 1.0), C("a", "=", 1)))
+    assert nnf(p) == Or((C("a", "=", 1), C("a", "=", True), C("a", "=", 1.0)))
+    assert [t[0].value for t in to_dnf(p)] == [1, True, 1.0]
+    assert [type(t[0].value) for t in to_dnf(p)] == [int, bool, float]
+
+
 def test_dnf_exact() -> None:
     p = from_sql("(a = 1 OR b = 2) AND (c = 3 OR d = 4)")
     assert set(to_dnf(p)) == {

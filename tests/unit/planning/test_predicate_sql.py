@@ -201,6 +201,18 @@ PARSE_CASES = [
     Case("window", "rank() OVER (ORDER BY a) = 1", Opaque("rank() OVER (ORDER BY a) = 1")),
     Case("struct-equality", "(a, b) = (1, 2)", Opaque("(a, b) = (1, 2)")),
     Case("not-opaque", "NOT s LIKE 'a%'", Not(Opaque("s LIKE 'a%'"))),
+    Case("collate", "s COLLATE UTF8_LCASE = 'a'", Opaque("s COLLATE UTF8_LCASE = 'a'")),
+    Case("collate-literal", "s = 'a' COLLATE UNICODE_CI", Opaque("s = 'a' COLLATE UNICODE_CI")),
+    Case("variant-path", "v:price > 5", Opaque("v:price > 5")),
+    Case("backquoted-function", "`lower`(s) = 'a'", Opaque("`lower`(s) = 'a'")),
+    Case("extract", "EXTRACT(YEAR FROM d) = 2024", Opaque("EXTRACT(YEAR FROM d) = 2024")),
+    Case("decimal-cast-op", "a::decimal(10, 2) > 1", Opaque("a::decimal(10, 2) > 1")),
+    Case("is-not-distinct", "a IS NOT DISTINCT FROM 1", Opaque("a IS NOT DISTINCT FROM 1")),
+    Case("concat", "a || b = 'xy'", Opaque("a || b = 'xy'")),
+    Case("div", "a DIV 2 = 1", Opaque("a DIV 2 = 1")),
+    Case("date-no-space", "d = DATE'2024-01-15'", C("d", "=", dt.date(2024, 1, 15))),
+    Case("in-parenthesized-items", "a IN ((1), (2))", InList("a", (1, 2))),
+    Case("named-parameter", "a = :p", Opaque("a = :p")),
 ]
 
 
