@@ -30,34 +30,10 @@ from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 
-#: Rows buffered per file group before they are flushed as a parquet row group.
+#: Rows a write task buffers before it writes them out (one file per file group per flush).
+FLUSH_ROWS = 4_000_000
+#: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
-
-
-class _GroupFile:
-    """One open parquet file of a write task (one per file group)."""
-
-    def __init__(self, storage: Storage, schema: pa.Schema, revision_id: int | None) -> None:
-        self.name = f"{uuid.uuid4()}.parquet"
-        self.storage = storage
-        self.schema = schema
-        self.revision_id = revision_id
-        self.pending: list[pa.RecordBatch] = []
-        self.block_min: dict[str, int] = {}
-        self.block_count: dict[str, int] = {}
-        self.rows = 0
-
-    def add(self, batch: pa.RecordBatch, cubes: Sequence[str], mins: Sequence[int],
-            counts: Sequence[int]) -> None:
-        self.pending.append(batch)
-        self.rows += batch.num_rows
-        for cube, low, count in zip(cubes, mins, counts, strict=True):
-            old = self.block_min.get(cube)
-            self.block_min[cube] = low if old is None else min(old, low)
-            self.block_count[cube] = self.block_count.get(cube, 0) + count
-
-    def table(self) -> pa.Table:
-        return pa.Table.from_batches(self.pending, schema=self.schema)
 
 
 def _arrow_batches(iterator: Iterator[Any]) -> Iterator[pa.RecordBatch]:
@@ -70,86 +46,143 @@ def _arrow_batches(iterator: Iterator[Any]) -> Iterator[pa.RecordBatch]:
             raise InvalidOptionError(f"unexpected batch type {type(item).__name__}")
 
 
-def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
-    """Index and write the rows of one Spark task; return the files written."""
-    from qbeast_connect.index.assignment import CubeAssigner, block_summaries, cube_labels, group_rows
-    from qbeast_connect.index.normalize import normalize
+class _TaskBuffer:
+    """Rows of one write task with their file group, cube and weight, until a flush.
 
-    storage = storage_for(plan.table_path)
-    revision = Revision.from_json(plan.revision_json) if plan.revision_json else None
-    assigner = (
-        CubeAssigner(revision.dimension_count, plan.cube_weights) if revision is not None else None
-    )
-    files: dict[int, _GroupFile] = {}
-    data_schema: pa.Schema | None = None
-    for batch in _arrow_batches(iterator):
-        if batch.num_rows == 0:
-            continue
-        if data_schema is None:
-            data_schema = _data_schema(batch.schema)
-        data = batch.select([f.name for f in data_schema])
-        if revision is None or assigner is None:
-            target = files.setdefault(0, _GroupFile(storage, data_schema, None))
-            target.add(data, [], [], [])
-            continue
-        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int32)
-        columns = [batch.column(name) for name in revision.column_names]
-        points = normalize(revision.transformations, columns)
-        assigned = assigner.assign(points, weights)
-        labels, inverse = cube_labels(assigned, revision.dimension_count)
-        groups = group_rows(inverse, labels, plan.cube_groups)
-        order = np.argsort(groups, kind="stable")
-        sorted_groups = groups[order]
-        bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [len(order)]))
-        for start, end in zip(starts, ends, strict=True):
-            idx = order[start:end]
-            group = int(sorted_groups[start])
-            rows_cube = inverse[idx]
-            rows_weight = weights[idx]
-            summary = block_summaries(np.zeros(len(idx), dtype=np.int32), rows_cube, rows_weight)
-            cubes = [labels[int(c)] for _, c, _, _ in summary]
-            mins = [int(m) for _, _, m, _ in summary]
-            counts = [int(n) for _, _, _, n in summary]
-            target = files.get(group)
-            if target is None:
-                target = files[group] = _GroupFile(storage, data_schema, revision.revision_id)
-            target.add(data.take(pa.array(idx)), cubes, mins, counts)
-    written = tuple(_finish_file(f, plan) for f in files.values() if f.rows > 0)
-    return WriteTaskMessage(files=written)
+    Rows are buffered as they arrive and written out at a flush with one stable sort by
+    file group and one ``take``: each group is then a zero-copy slice written as one file.
+    """
+
+    def __init__(self, plan: WritePlan, storage: Storage) -> None:
+        from qbeast_connect.index.assignment import CubeAssigner
+
+        self.plan = plan
+        self.storage = storage
+        self.revision = Revision.from_json(plan.revision_json) if plan.revision_json else None
+        self.assigner = (
+            CubeAssigner(self.revision.dimension_count, plan.cube_weights)
+            if self.revision is not None
+            else None
+        )
+        self.labels: list[str] = []
+        self.label_ids: dict[str, int] = {}
+        self.schema: pa.Schema | None = None
+        self.batches: list[pa.RecordBatch] = []
+        self.groups: list[np.ndarray] = []
+        self.cubes: list[np.ndarray] = []
+        self.weights: list[np.ndarray] = []
+        self.rows = 0
+        self.written: list[WrittenFile] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        from qbeast_connect.index.assignment import group_rows
+        from qbeast_connect.index.normalize import normalize
+
+        if self.schema is None:
+            self.schema = _data_schema(batch.schema)
+        self.batches.append(batch.select(self.schema.names))
+        if self.revision is not None and self.assigner is not None:
+            weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
+            weights = weights.astype(np.int32, copy=False)
+            columns = [batch.column(name) for name in self.revision.column_names]
+            points = normalize(self.revision.transformations, columns)
+            labels, inverse = self.assigner.assign_labels(points, weights)
+            local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
+            self.groups.append(group_rows(inverse, labels, self.plan.cube_groups))
+            self.cubes.append(local[inverse])
+            self.weights.append(weights)
+        self.rows += batch.num_rows
+        if self.rows >= FLUSH_ROWS:
+            self.flush()
+
+    def _label_id(self, label: str) -> int:
+        found = self.label_ids.get(label)
+        if found is None:
+            found = self.label_ids[label] = len(self.labels)
+            self.labels.append(label)
+        return found
+
+    def flush(self) -> None:
+        if not self.rows or self.schema is None:
+            return
+        table = pa.Table.from_batches(self.batches, schema=self.schema)
+        if self.revision is None:
+            self.written.append(self._write(table, None))
+        else:
+            groups = np.concatenate(self.groups)
+            order = np.argsort(groups, kind="stable")
+            table = table.take(pa.array(order))
+            groups = groups[order]
+            cubes = np.concatenate(self.cubes)[order]
+            weights = np.concatenate(self.weights)[order]
+            bounds = np.flatnonzero(np.diff(groups)) + 1
+            starts = np.concatenate(([0], bounds)).astype(np.int64)
+            ends = np.concatenate((bounds, [len(groups)])).astype(np.int64)
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+                blocks = self._blocks(cubes[start:end], weights[start:end])
+                self.written.append(self._write(table.slice(start, end - start), blocks))
+        self.batches, self.groups, self.cubes, self.weights = [], [], [], []
+        self.rows = 0
+
+    def _blocks(self, cubes: np.ndarray, weights: np.ndarray) -> list[Block]:
+        """One block per cube of a file: rows, min row weight, the cube's max weight."""
+        order = np.lexsort((weights, cubes))
+        cubes_sorted = cubes[order]
+        firsts = np.concatenate(([0], np.flatnonzero(np.diff(cubes_sorted)) + 1))
+        counts = np.diff(np.concatenate((firsts, [len(cubes_sorted)])))
+        mins = weights[order][firsts]
+        out = []
+        for cube_id, low, count in zip(
+            cubes_sorted[firsts].tolist(), mins.tolist(), counts.tolist(), strict=True
+        ):
+            label = self.labels[cube_id]
+            out.append(
+                Block(
+                    cube_id=label,
+                    min_weight=int(low),
+                    max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
+                    element_count=int(count),
+                )
+            )
+        return out
+
+    def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
+        name = f"{uuid.uuid4()}.parquet"
+        with self.storage.open_output(name) as sink:
+            pq.write_table(table, sink, compression="snappy", row_group_size=ROW_GROUP_ROWS)
+        info = self.storage.file_info(name)
+        tags = None
+        if blocks is not None and self.revision is not None:
+            tags = {"revision": str(self.revision.revision_id), "blocks": encode_blocks(blocks)}
+        return WrittenFile(
+            path=name,
+            size=info.size,
+            modification_time=info.mtime_ms,
+            stats=compute_safe_stats(table),
+            tags=tags,
+            num_records=table.num_rows,
+        )
+
+
+def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
+    """Index and write the rows of one Spark task; return the files written.
+
+    If the task fails, the files it already wrote are deleted before the error propagates.
+    """
+    buffer = _TaskBuffer(plan, storage_for(plan.table_path))
+    try:
+        for batch in _arrow_batches(iterator):
+            if batch.num_rows:
+                buffer.add(batch)
+        buffer.flush()
+    except BaseException:
+        _delete_files(buffer.storage, [f.path for f in buffer.written])
+        raise
+    return WriteTaskMessage(files=tuple(buffer.written))
 
 
 def _data_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f for f in schema if f.name != WEIGHT_COLUMN], metadata=None)
-
-
-def _finish_file(group_file: _GroupFile, plan: WritePlan) -> WrittenFile:
-    table = group_file.table()
-    storage = group_file.storage
-    with storage.open_output(group_file.name) as sink:
-        pq.write_table(table, sink, compression="snappy", row_group_size=ROW_GROUP_ROWS)
-    info = storage.file_info(group_file.name)
-    tags: dict[str, str] | None = None
-    if group_file.revision_id is not None:
-        blocks = [
-            Block(
-                cube_id=cube,
-                min_weight=group_file.block_min[cube],
-                max_weight=int(plan.cube_weights.get(cube, MAX_WEIGHT)),
-                element_count=group_file.block_count[cube],
-            )
-            for cube in group_file.block_min
-        ]
-        tags = {"revision": str(group_file.revision_id), "blocks": encode_blocks(blocks)}
-    return WrittenFile(
-        path=group_file.name,
-        size=info.size,
-        modification_time=info.mtime_ms,
-        stats=compute_safe_stats(table),
-        tags=tags,
-        num_records=table.num_rows,
-    )
 
 
 def _written_files(messages: Iterable[Any]) -> list[WrittenFile]:

@@ -236,6 +236,27 @@ def _quote(column: str) -> str:
     return f"`{column.replace('`', '``')}`"
 
 
+#: Rows the estimation job looks at, at least (it samples larger inputs).
+ESTIMATION_SAMPLE_ROWS = 1_000_000
+#: Sampled rows per desired cube the estimation keeps, at least.
+ESTIMATION_ROWS_PER_CUBE = 2_000
+
+
+def estimation_fraction(total_rows: int, desired_cube_size: int) -> float:
+    """Share of the rows the estimation job reads.
+
+    Cube max weights only need enough rows per cube to be estimated well, so large inputs
+    are estimated on a Bernoulli sample that keeps at least ``ESTIMATION_SAMPLE_ROWS`` rows
+    and ``ESTIMATION_ROWS_PER_CUBE`` rows per desired cube; the domains are scaled back.
+    """
+    if total_rows <= 0:
+        return 1.0
+    wanted = max(
+        ESTIMATION_SAMPLE_ROWS / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size
+    )
+    return min(1.0, wanted)
+
+
 class _Writer:
     """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
     staging area, which indexes existing rows like an append and replaces their files."""
@@ -495,9 +516,11 @@ class _Writer:
         from qbeast_connect.spark.tasks import DOMAIN_SCHEMA, estimate_domains
 
         buffer = BUFFER_CAPACITY_DEFAULT
-        num_trees = sum(max(1, -(-n // buffer)) for n in per_partition if n > 0)
         dcs = revision.desired_cube_size
-        gcs = group_cube_size(dcs, num_trees)
+        fraction = estimation_fraction(total, dcs)
+        sampled = [n * fraction for n in per_partition if n > 0]
+        num_trees = sum(max(1, -(-int(n) // buffer)) for n in sampled)
+        gcs = group_cube_size(max(1, int(dcs * fraction)), num_trees)
         existing_weights = {
             str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
         }
@@ -514,14 +537,18 @@ class _Writer:
             F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN),
             *[F.col(_quote(n)) for n in names],
         )
+        if fraction < 1.0:
+            projected = projected.sample(withReplacement=False, fraction=fraction, seed=17)
         with translate_errors():
             rows = projected.mapInArrow(
                 functools.partial(estimate_domains, params), DOMAIN_SCHEMA
             ).collect()
         d = revision.dimension_count
         input_domains: dict[str, float] = {}
+        scale = 1.0 / fraction
         for row in rows:
-            input_domains[row["cube"]] = input_domains.get(row["cube"], 0.0) + float(row["domain"])
+            value = float(row["domain"]) * scale
+            input_domains[row["cube"]] = input_domains.get(row["cube"], 0.0) + value
         domains: dict[CubeId, float] = {
             CubeId.from_string(c, d): v for c, v in input_domains.items()
         }
