@@ -28,6 +28,7 @@ from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
@@ -286,8 +287,9 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
         tags.update(run_hooks(plan.hooks, actions))
     if tags:
         extra["tags"] = tags
+    crash_point("after_files")
     try:
-        return commit(
+        version = commit(
             storage,
             actions,
             read_set,
@@ -303,6 +305,8 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     except BaseException:
         _delete_files(storage, [f.path for f in files])
         raise
+    crash_point("after_commit")
+    return version
 
 
 def abort_write(plan: WritePlan, messages: Sequence[Any]) -> None:

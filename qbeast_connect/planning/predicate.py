@@ -620,7 +620,14 @@ _OPERATORS = (
     "=", "<", ">", "!", "+", "-", "*", "/", "%", "&", "|", "^", "~", "(", ")", ",", ".", "[",
     "]", ":", "?", ";", "{", "}",
 )  # fmt: skip
-_NUMBER_RE = re.compile(r"(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?(bd|BD|bD|Bd|[lLsSyYdDfF])?")
+_NUMBER_RE = re.compile(
+    r"(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?(bd|BD|bD|Bd|[lLsSyYdDfF])?", re.ASCII
+)
+
+
+def _is_digit(ch: str) -> bool:
+    """ASCII digits only, like Spark's lexer (``'²'.isdigit()`` is true in Python)."""
+    return "0" <= ch <= "9"
 _WORD_RE = re.compile(r"\w+")
 _OCTAL_RE = re.compile(r"[0-3][0-7][0-7]")
 _HEX4_RE = re.compile(r"[0-9a-fA-F]{4}")
@@ -746,7 +753,7 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(_Token("qident", text[start : j + 1], "".join(name), start, j + 1))
             i = j + 1
             continue
-        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+        if _is_digit(ch) or (ch == "." and i + 1 < n and _is_digit(text[i + 1])):
             m = _NUMBER_RE.match(text, i)
             assert m is not None
             end = m.end()
@@ -1249,9 +1256,9 @@ def _is_column_chain(tokens: Sequence[_Token]) -> bool:
     return len(tokens) % 2 == 1
 
 
-_DATE_RE = re.compile(r"([+-]?\d{4,})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
-_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{0,9}))?)?")
-_ZONE_RE = re.compile(r"\s*(?:(Z|UTC|GMT|UT)?\s*(?:([+-])(\d{1,2})(?::?(\d{2}))?)?)")
+_DATE_RE = re.compile(r"([+-]?\d{4,})(?:-(\d{1,2})(?:-(\d{1,2}))?)?", re.ASCII)
+_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{0,9}))?)?", re.ASCII)
+_ZONE_RE = re.compile(r"\s*(?:(Z|UTC|GMT|UT)?\s*(?:([+-])(\d{1,2})(?::?(\d{2}))?)?)", re.ASCII)
 
 
 def parse_date_literal(text: str) -> _dt.date | None:

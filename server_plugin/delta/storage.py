@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
+from server_plugin.faults import crash_point
 from qbeast_connect.exceptions import InvalidOptionError, StorageError, UnsafePathError
 
 __all__ = ["FileInfo", "LocalStorage", "Storage", "storage_for"]
@@ -334,6 +335,7 @@ class LocalStorage(Storage):
             tmp = self._write_temp(directory, data)
         except OSError as exc:
             raise StorageError(f"cannot write a temporary file in {directory}: {exc}") from exc
+        crash_point("commit_temp_written")
         try:
             try:
                 os.link(tmp, final)
