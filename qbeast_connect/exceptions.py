@@ -28,6 +28,7 @@ __all__ = [
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "UncoverableRangeError",
     "UnsafePathError",
     "UnsupportedProtocolError",
     "error_class_for_code",
@@ -174,3 +175,18 @@ def error_from_text(text: str) -> QbeastError | None:
     cls = error_class_for_code(match.group(1))
     message = match.group(2).split("\n", 1)[0].strip()
     return cls(message)
+
+
+class UncoverableRangeError(QbeastError):
+    """No set of partitions of a fact's tables covers a time range.
+
+    The message names the uncovered sub-ranges; ``uncovered`` holds them as
+    ``TimeRange`` objects where the error was raised (it is not kept when the error is
+    rebuilt from its text).
+    """
+
+    code = "QBEAST_UNCOVERABLE_RANGE"
+
+    def __init__(self, message: str, uncovered: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.uncovered = uncovered

@@ -113,10 +113,12 @@ def register_plugin(spark: SparkSession) -> None:
         QbeastSnapshotSource,
         QbeastWriteSource,
     )
+    from server_plugin.timeline_writer import QbeastTimelineWriteSource
 
     spark.dataSource.register(QbeastSnapshotSource)
     spark.dataSource.register(QbeastWriteSource)
     spark.dataSource.register(QbeastCommandSource)
+    spark.dataSource.register(QbeastTimelineWriteSource)
     try:
         with translate_errors():
             rows = spark.read.format(SNAPSHOT_FORMAT).option("probe", "true").load().collect()
