@@ -73,6 +73,28 @@ def _spark_home() -> str:
     return str(home)
 
 
+def discovery_pythonpath() -> str | None:
+    """A directory to add to the server's ``PYTHONPATH`` so Spark finds ``pyspark_qbeast``.
+
+    Spark's static lookup of Python data sources lists the modules on ``sys.path``
+    (``pkgutil.iter_modules``), which does not see modules mapped by the import hook of an
+    editable install (``pip install -e``). Then the directory holding ``pyspark_qbeast.py``
+    is returned; with a regular install the module is in site-packages and None is returned.
+    """
+    import importlib.util
+    import site
+
+    spec = importlib.util.find_spec("pyspark_qbeast")
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    directory = os.path.realpath(os.path.dirname(spec.origin))
+    # what a fresh interpreter has on sys.path (not this process's own additions)
+    searched = [*site.getsitepackages(), site.getusersitepackages()]
+    searched += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    known = {os.path.realpath(p) for p in searched if p}
+    return None if directory in known else directory
+
+
 def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as sock:
@@ -88,6 +110,8 @@ class LocalConnectServer:
         port: TCP port; a free one is chosen when None.
         conf: extra Spark settings for the server (static or runtime).
         log_path: where the server's output goes; a temporary file when None.
+        env: extra environment variables for the server process.
+        host: address the server listens on (``0.0.0.0`` for every interface).
     """
 
     def __init__(
@@ -97,7 +121,11 @@ class LocalConnectServer:
         port: int | None = None,
         conf: Mapping[str, str] | None = None,
         log_path: str | None = None,
+        env: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
+        self.extra_env = dict(env or {})
+        self.host = host
         self.master = master or f"local[{os.cpu_count() or 2}]"
         self.port = port or free_port()
         self.conf = {**DEFAULT_SERVER_CONF, **(conf or {})}
@@ -124,7 +152,7 @@ class LocalConnectServer:
         conf.setdefault("spark.pyspark.python", sys.executable)
         conf.setdefault("spark.pyspark.driver.python", sys.executable)
         conf["spark.connect.grpc.binding.port"] = str(self.port)
-        conf["spark.connect.grpc.binding.address"] = "127.0.0.1"
+        conf["spark.connect.grpc.binding.address"] = self.host
         args = [
             os.path.join(home, "bin", "spark-submit"),
             "--class",
@@ -156,6 +184,12 @@ class LocalConnectServer:
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        extra_path = discovery_pythonpath()
+        if extra_path:
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (extra_path, env.get("PYTHONPATH", "")) if p
+            )
+        env.update(self.extra_env)
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
                 self.command(),
@@ -190,6 +224,15 @@ class LocalConnectServer:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the server process to exit; return its exit code (None if still running)."""
+        if self._process is None:
+            return None
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def is_running(self) -> bool:
         """Whether the server process is alive."""
