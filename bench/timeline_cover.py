@@ -243,7 +243,20 @@ def main(argv: list[str] | None = None) -> int:
         help="checks timed with a Delta snapshot read each, extrapolated (0: skip)",
     )
     parser.add_argument("--root", default=None, help="where to build the tables (default: tmp)")
+    parser.add_argument("--out", default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
+    if args.out:
+        import contextlib
+        import io
+        import json
+
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            code = main([a for a in (argv or sys.argv[1:]) if a not in ("--out", args.out)])
+        text = buffer.getvalue()
+        print(text)
+        Path(args.out).write_text(json.dumps({"markdown": text}))
+        return code
 
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="timeline_cover_"))
     year_range = TimeRange.of(f"{args.year}-01-01", f"{args.year + 1}-01-01")

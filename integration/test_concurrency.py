@@ -1,0 +1,99 @@
+"""Concurrent writers in separate client processes, through one server and through two."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import qbeast_connect as qc
+from qbeast_connect.spark.server import LocalConnectServer
+from tests.spark.helpers import live_adds, log_actions
+
+pytestmark = pytest.mark.slow
+
+APPENDS = 25
+ROWS = 7
+
+CLIENT = textwrap.dedent(
+    """
+    import sys
+    import qbeast_connect as qc
+    url, path, worker, appends, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    spark = qc.session(remote=url)
+    versions = []
+    for i in range(appends):
+        start = (worker * 1000 + i) * rows
+        df = spark.range(start, start + rows, numPartitions=1).selectExpr(
+            "id", "cast(id % 50 as double) as x")
+        versions.append(qc.write(df, path, mode="append").version)
+    print(",".join(str(v) for v in versions))
+    """
+)
+
+
+def _create(spark: Any, path: str) -> None:
+    stats = json.dumps({"x_min": 0.0, "x_max": 100.0})
+    df = spark.range(0, 10).selectExpr("id + 100000000 as id", "cast(id as double) as x")
+    qc.write(df, path, columnsToIndex="x", cubeSize=1000, columnStats=stats)
+
+
+def _run_clients(urls: list[str], path: str, workers: int) -> list[list[int]]:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLIENT, urls[w % len(urls)], path, str(w), str(APPENDS),
+             str(ROWS)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stderr[-3000:]
+        out.append([int(v) for v in stdout.strip().splitlines()[-1].split(",")])
+    return out
+
+
+def _check(path: str, versions: list[list[int]], workers: int) -> None:
+    flat = sorted(v for vs in versions for v in vs)
+    assert flat == list(range(1, workers * APPENDS + 1)), "every append got its own version"
+    assert max(v for v, _ in log_actions(path)) == workers * APPENDS
+    adds = live_adds(path)
+    added = [a["add"]["path"] for _, a in log_actions(path) if "add" in a]
+    assert len(added) == len(set(added)) == len(adds), "no file lost or duplicated"
+    for name in adds:
+        assert (Path(path) / name).exists()
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path).to_pyarrow_table()
+    assert table.num_rows == 10 + workers * APPENDS * ROWS
+    assert len(set(table.column("id").to_pylist())) == table.num_rows
+
+
+def test_four_clients_append_through_one_server(remote_spark: Any, remote_url: str,
+                                                tmp_path: Path) -> None:
+    path = str(tmp_path / "one")
+    _create(remote_spark, path)
+    versions = _run_clients([remote_url], path, 4)
+    _check(path, versions, 4)
+
+
+def test_four_clients_append_through_two_servers(remote_spark: Any, remote_url: str,
+                                                 tmp_path: Path) -> None:
+    path = str(tmp_path / "two")
+    _create(remote_spark, path)
+    second = LocalConnectServer(master="local[1]").start()
+    try:
+        versions = _run_clients([remote_url, second.url], path, 4)
+    finally:
+        second.stop()
+    _check(path, versions, 4)
+    assert qc.QbeastTable.forPath(remote_spark, path).toDF().count() == 10 + 4 * APPENDS * ROWS
