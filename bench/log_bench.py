@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_dir, machine, md_table, median  # noqa: E402
+from bench.common import fresh_dir, machine, md_table, median
 
 
 def build(path: str, commits: int, files_per_commit: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_dir, lineitem, machine, md_table, median  # noqa: E402
+from bench.common import fresh_dir, lineitem, machine, md_table, median
 
 COLUMNS = ["l_extendedprice", "l_partkey", "l_shipdate"]
 
@@ -152,7 +152,7 @@ def main() -> None:
     arrow = ds.dataset(source).to_table(columns=COLUMNS)
     sorted_cols = {c: pc.sort_indices(arrow, sort_keys=[(c, "ascending")]) for c in COLUMNS}
     values = {c: arrow.column(c).take(sorted_cols[c]).to_pylist() for c in COLUMNS}
-    zpath, dt = _zorder_copy(source, COLUMNS[:2], metrics.file_count)
+    _zpath, dt = _zorder_copy(source, COLUMNS[:2], metrics.file_count)
     zfiles = _zorder_files(dt)
     rng = random.Random(7)
     filters = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_dir, lineitem, machine  # noqa: E402
+from bench.common import fresh_dir, lineitem, machine
 
 
 def main() -> None:

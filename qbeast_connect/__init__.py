@@ -21,7 +21,7 @@ from qbeast_connect.exceptions import (
     UnsafePathError,
     UnsupportedProtocolError,
 )
-
+from qbeast_connect.progress import set_progress
 from qbeast_connect.spark.operations import OptimizeResult
 from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
 from qbeast_connect.spark.session import session, stop
@@ -34,28 +34,29 @@ __all__ = [
     "CommitConflictError",
     "CommitRetriesExhaustedError",
     "CorruptLogError",
+    "DataFrameQbeastWriter",
     "InvalidOptionError",
     "JavaNotFoundError",
     "MetadataFormatError",
     "MissingDependencyError",
     "NotAQbeastTableError",
+    "OptimizeResult",
     "PluginUnavailableError",
     "QbeastError",
+    "QbeastTable",
     "RevisionConflictError",
+    "ScanExplanation",
     "SchemaMismatchError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsafePathError",
     "UnsupportedProtocolError",
-    "DataFrameQbeastWriter",
-    "OptimizeResult",
-    "QbeastTable",
-    "ScanExplanation",
     "WriteResult",
     "__version__",
     "convertToQbeast",
     "session",
+    "set_progress",
     "stop",
     "write",
     "writer",

@@ -58,13 +58,16 @@ def generate_lineitem(scale_factor: float, out_dir: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; return the process exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor (0.1 = 600k rows)")
+    parser.add_argument(
+        "--sf", type=float, default=0.1, help="TPC-H scale factor (0.1 = 600k rows)"
+    )
     parser.add_argument("--workdir", default="qbeast-demo", help="where data and the table go")
     parser.add_argument("--cube-size", type=int, default=20_000)
     args = parser.parse_args(argv)
 
-    import qbeast_connect as qc
     from pyspark.sql import functions as F
+
+    import qbeast_connect as qc
 
     work = Path(args.workdir).resolve()
     t0 = time.time()

@@ -304,7 +304,7 @@ class Opaque(Predicate):
             raise InvalidOptionError("Opaque needs SQL text or a Connect expression")
 
 
-def Between(column: str, low: object, high: object) -> Predicate:
+def Between(column: str, low: object, high: object) -> Predicate:  # noqa: N802 - node-like
     """Return ``column BETWEEN low AND high`` as ``column >= low AND column <= high``."""
     return And((Comparison(column, ">=", low), Comparison(column, "<=", high)))
 

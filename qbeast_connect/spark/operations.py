@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -188,10 +187,9 @@ def _rewrite(
     """Re-assign the rows of ``paths`` with the revision's current cube max weights and
     write them grouped by the rollup of their cubes (one shuffle), in one commit."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType
 
     from qbeast_connect.index.rollup import rollup_groups
-    from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
+    from qbeast_connect.spark.write import group_by_file
 
     if not paths:
         return OptimizeResult(None, revision_id, 0, 0, 0)
@@ -209,20 +207,11 @@ def _rewrite(
                 rows += b.element_count
     groups = rollup_groups(counts, revision.dimension_count, revision.desired_cube_size)
     names = list(revision.column_names)
-    source = table._spark.read.schema(table.schema).parquet(*[table._absolute(p) for p in paths])
+    source = table._read_files(paths)
     weighted = source.select(
         "*", F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN)
     )
-    params = json.dumps(
-        {"revision": revision.to_json(), "cubeWeights": weights, "cubeGroups": groups}
-    )
-    out_schema = weighted.schema.add(GROUP_COLUMN, IntegerType())
-    num_groups = max(1, len(set(groups.values())))
-    grouped = (
-        weighted.mapInArrow(functools.partial(assign_groups, params), out_schema)
-        .repartition(num_groups, F.col(GROUP_COLUMN))
-        .drop(GROUP_COLUMN)
-    )
+    grouped = group_by_file(weighted, revision, weights, groups)
     plan = WritePlan(
         table_path=table.path,
         mode="append",
@@ -280,7 +269,7 @@ def _index_staging(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeR
         raw["userMetadata"] = opts.user_metadata
     for key, value in opts.hooks.items():
         raw[f"qbeastPreCommitHook.{key}"] = value
-    source = table._spark.read.schema(table.schema).parquet(*[table._absolute(p) for p in paths])
+    source = table._read_files(paths)
     result: WriteResult = _Writer(
         source,
         table.path,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -22,6 +23,8 @@ _embedded: dict[str, LocalConnectServer] = {}
 SNAPSHOT_FORMAT = "qbeast_snapshot"
 WRITE_FORMAT = "qbeast_write"
 COMMAND_FORMAT = "qbeast_command"
+#: The public data source: ``spark.read.format("qbeast")`` / ``df.write.format("qbeast")``.
+QBEAST_FORMAT = "qbeast"
 
 
 def session(remote: str | None = None, **conf: str) -> SparkSession:
@@ -59,6 +62,9 @@ def session(remote: str | None = None, **conf: str) -> SparkSession:
         else:
             spark = _connect(target, conf)
         register_plugin(spark)
+        from qbeast_connect.progress import attach
+
+        attach(spark)
         _cache[target] = spark
         return spark
 
@@ -72,10 +78,8 @@ def stop() -> None:
     """Stop every session created here and the embedded server, if one was started."""
     with _lock:
         for spark in _cache.values():
-            try:
+            with contextlib.suppress(Exception):  # best effort on shutdown
                 spark.stop()
-            except Exception:  # noqa: BLE001 - best effort on shutdown
-                pass
         _cache.clear()
         for server in _embedded.values():
             server.stop()
@@ -113,12 +117,15 @@ def register_plugin(spark: SparkSession) -> None:
         QbeastSnapshotSource,
         QbeastWriteSource,
     )
+    from server_plugin.qbeast_format import QbeastDataSource
     from server_plugin.timeline_writer import QbeastTimelineWriteSource
 
     spark.dataSource.register(QbeastSnapshotSource)
     spark.dataSource.register(QbeastWriteSource)
     spark.dataSource.register(QbeastCommandSource)
     spark.dataSource.register(QbeastTimelineWriteSource)
+    # also found by Spark itself (module pyspark_qbeast) when the server has the package
+    spark.dataSource.register(QbeastDataSource)
     try:
         with translate_errors():
             rows = spark.read.format(SNAPSHOT_FORMAT).option("probe", "true").load().collect()

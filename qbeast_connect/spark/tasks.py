@@ -19,7 +19,9 @@ from qbeast_connect.write_plan import WEIGHT_COLUMN
 DOMAIN_SCHEMA = "cube string, domain double"
 
 
-def estimate_domains(params_json: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def estimate_domains(
+    params_json: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
     """Build the local OTrees of one partition and yield their cube domains (spec §5.3).
 
     Args:

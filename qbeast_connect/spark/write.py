@@ -150,7 +150,8 @@ class DataFrameQbeastWriter:
     """A ``DataFrameWriter``-style builder for :func:`write`.
 
     Example:
-        >>> qc.writer(df).mode("append").option("columnsToIndex", "x,y").save(path)  # doctest: +SKIP
+        >>> w = qc.writer(df).mode("append")  # doctest: +SKIP
+        >>> w.option("columnsToIndex", "x,y").save(path)  # doctest: +SKIP
     """
 
     def __init__(self, df: DataFrame) -> None:
@@ -236,6 +237,40 @@ def _quote(column: str) -> str:
     return f"`{column.replace('`', '``')}`"
 
 
+#: Inputs with more non-empty partitions than this are shuffled by file group before writing.
+#: Without the shuffle every task writes one file per file group it holds rows of, which is
+#: the fastest write for a few large partitions and too many small files for many partitions.
+CONSOLIDATE_ABOVE_PARTITIONS = 4
+
+
+def group_by_file(
+    df: DataFrame,
+    revision: Revision,
+    weights: Mapping[str, int],
+    groups: Mapping[str, int],
+) -> DataFrame:
+    """Repartition rows (with their weight column) so that each file group is in one task.
+
+    A ``mapInArrow`` pass assigns every row its file group, one shuffle brings each group
+    to one partition, and the helper column is dropped; the writer then writes one file per
+    group.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType
+
+    from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
+
+    params = json.dumps(
+        {"revision": revision.to_json(), "cubeWeights": dict(weights), "cubeGroups": dict(groups)}
+    )
+    schema = df.schema.add(GROUP_COLUMN, IntegerType())
+    return (
+        df.mapInArrow(functools.partial(assign_groups, params), schema)
+        .repartition(max(1, len(set(groups.values()))), F.col(GROUP_COLUMN))
+        .drop(GROUP_COLUMN)
+    )
+
+
 #: Rows the estimation job looks at, at least (it samples larger inputs).
 ESTIMATION_SAMPLE_ROWS = 1_000_000
 #: Sampled rows per desired cube the estimation keeps, at least.
@@ -281,6 +316,7 @@ class _Writer:
         self.remove_paths = remove_paths
         self.data_change = data_change
         self.operation = operation
+        self.input_partitions = 0
         self.specs: tuple[ColumnSpec, ...] = (
             parse_columns_to_index(options.columns_to_index)
             if options.columns_to_index is not None
@@ -348,6 +384,7 @@ class _Writer:
         ) if self.options.column_stats else {}
         index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
         total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
+        self.input_partitions = len(per_partition)
         now = int(time.time() * 1000)
         rng = random.Random()
         if total == 0 and latest is None:
@@ -569,6 +606,10 @@ class _Writer:
         staging: Revision | None,
         appending: bool,
     ) -> dict[str, str]:
+        """The table configuration after this write adds ``revision`` (and ``staging``).
+
+        Appends keep the existing revisions; other writes start the revision list over.
+        """
         base: dict[str, str] = dict(state.configuration) if state.exists else {}
         if not appending:
             base = {
@@ -604,18 +645,7 @@ class _Writer:
             self.path,
             int(time.time() * 1000),
         )
-        config = {
-            k: v
-            for k, v in (dict(state.configuration) if state.exists else {}).items()
-            if not k.startswith("qbeast.revision") and k != LAST_REVISION_KEY
-        }
-        config[f"{REVISION_PREFIX}0"] = revision.to_json()
-        config[LAST_REVISION_KEY] = "0"
-        config["columnsToIndex"] = ",".join(s.spec for s in specs)
-        config["cubeSize"] = str(revision.desired_cube_size)
-        config["tableFormat"] = "delta"
-        config["columnStats"] = self.options.column_stats or ""
-        config.update(self.options.table_properties)
+        config = self._configuration(state, revision, None, appending=False)
         return self._commit(state, None, {}, {}, config, schema_string, new_revision=True,
                             revision_id=0)
 
@@ -660,6 +690,8 @@ class _Writer:
             df = df.select(
                 "*", F.hash(*[F.col(_quote(n)) for n in revision.column_names]).alias(WEIGHT_COLUMN)
             )
+            if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and groups:
+                df = group_by_file(df, revision, weights, groups)
         with translate_errors():
             df.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
         return self._result(txn_id, revision, new_revision, revision_id)

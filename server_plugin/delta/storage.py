@@ -12,7 +12,7 @@ could escape the root.
 
 Example:
     ```python
-    storage = storage_for("/data/my_table")
+    storage = storage_for("/data/my_table")      # or "s3://bucket/my_table"
     created = storage.put_if_absent("_delta_log/00000000000000000000.json", payload)
     ```
 """
@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import re
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
-from server_plugin.faults import crash_point
 from qbeast_connect.exceptions import InvalidOptionError, StorageError, UnsafePathError
+from server_plugin.faults import crash_point
 
 __all__ = ["FileInfo", "LocalStorage", "Storage", "storage_for"]
 
@@ -188,6 +190,14 @@ class Storage(ABC):
         Meant for data files, which nobody references until the commit lands.
         """
 
+    def open_input(self, rel_path: str) -> BinaryIO:
+        """Open a file for binary reading (seekable: parquet readers jump to the footer).
+
+        Raises:
+            FileNotFoundError: The file does not exist.
+        """
+        return io.BytesIO(self.read_bytes(rel_path))
+
     def local_path(self, rel_path: str) -> str:
         """Return a local filesystem path for ``rel_path``.
 
@@ -195,7 +205,8 @@ class Storage(ABC):
             StorageError: This storage is not on the local filesystem.
         """
         raise StorageError(
-            f"{type(self).__name__} has no local paths; use open_output() to write files"
+            f"{type(self).__name__} has no local paths; use open_input() to read files "
+            "and open_output() to write them"
         )
 
 
@@ -386,6 +397,16 @@ class LocalStorage(Storage):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return open(path, "xb")
 
+    def open_input(self, rel_path: str) -> BinaryIO:
+        """Open a file for binary reading."""
+        path = self._file(rel_path)
+        try:
+            return open(path, "rb")
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot open {path}: {exc}") from exc
+
 
 def _unlink_quietly(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
@@ -406,18 +427,25 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def storage_for(uri_or_path: str | os.PathLike[str]) -> Storage:
+def storage_for(
+    uri_or_path: str | os.PathLike[str], options: Mapping[str, str] | None = None
+) -> Storage:
     """Return the Storage for a table location.
 
     Args:
-        uri_or_path: A local path or a ``file://`` URI.
+        uri_or_path: A local path, a ``file://`` URI, or an ``s3://``/``s3a://`` URI
+            (``s3://bucket/prefix``).
+        options: Storage settings for object stores (endpoint, credentials, region; see
+            :mod:`server_plugin.delta.s3_storage`); the server's environment variables
+            fill in what they do not give. Ignored for local paths.
 
     Returns:
-        A LocalStorage rooted at the location.
+        A LocalStorage or an S3Storage rooted at the location.
 
     Raises:
-        InvalidOptionError: The location uses a scheme other than ``file`` (object stores
-            are not supported yet), or a ``file://`` URI names a remote host.
+        InvalidOptionError: The location uses an unsupported scheme, a ``file://`` URI
+            names a remote host, or an ``s3://`` URI is malformed.
+        MissingDependencyError: An ``s3://`` location without ``boto3`` installed.
     """
     location = os.fspath(uri_or_path)
     if not location:
@@ -425,10 +453,14 @@ def storage_for(uri_or_path: str | os.PathLike[str]) -> Storage:
     if _SCHEME_RE.match(location) and not re.match(r"^[A-Za-z]:[\\/]", location):
         parts = urlsplit(location)
         scheme = parts.scheme.lower()
+        if scheme in ("s3", "s3a"):
+            from .s3_storage import S3Storage
+
+            return S3Storage.from_uri(location, options)
         if scheme != "file":
             raise InvalidOptionError(
                 f"table location {location!r} uses scheme {scheme!r}, which is not "
-                "supported yet; use a local path or a file:// URI"
+                "supported; use a local path, a file:// URI or an s3:// (s3a://) URI"
             )
         if parts.netloc not in ("", "localhost"):
             raise InvalidOptionError(

@@ -41,7 +41,7 @@ def _race(*jobs: Any) -> list[Any]:
         barrier.wait()
         try:
             results[i] = job()
-        except Exception as exc:  # noqa: BLE001 - collected for the assertions
+        except Exception as exc:  # collected for the assertions
             results[i] = exc
 
     threads = [threading.Thread(target=run, args=(i, j)) for i, j in enumerate(jobs)]

@@ -284,3 +284,19 @@ def test_empty_dataframe_creates_revision_zero(spark: Any, table_path: str) -> N
     config = latest_configuration(table_path)
     assert config["qbeast.lastRevisionID"] == "1"
     assert deltalake_table(table_path).num_rows == 300
+
+
+def test_many_input_partitions_are_consolidated_one_file_per_group(
+    spark: Any, table_path: str
+) -> None:
+    df = spark.range(0, 24_000, numPartitions=8).selectExpr(
+        "id", "cast(rand(9) * 1000 as double) as x", "cast(rand(8) * 1000 as double) as y"
+    )
+    result = qc.write(df, table_path, columnsToIndex="x,y", cubeSize=2000)
+    files_per_cube: dict[str, int] = {}
+    for add in live_adds(table_path).values():
+        for b in decode_blocks(add["tags"]["blocks"]):
+            files_per_cube[b.cube_id] = files_per_cube.get(b.cube_id, 0) + 1
+    assert set(files_per_cube.values()) == {1}, "each cube is written by one task only"
+    assert result.num_files < 8
+    assert row_digest(deltalake_table(table_path)) == spark_digest(df)
