@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--files-per-commit", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
     from deltalake import DeltaTable
@@ -146,6 +147,8 @@ def main() -> None:
             int(0.95 * len(built["commit_latency_s"]))],
         "commit_latency_last100_median_ms": 1000 * median(built["commit_latency_s"][-100:]),
     }
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
     print(md_table(
         ["measure", "value"],

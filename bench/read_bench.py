@@ -42,13 +42,10 @@ def _zorder_copy(source: str, columns: list[str], target_files: int) -> tuple[st
 
 
 def _zorder_files(dt: Any) -> list[dict[str, Any]]:
-    actions = dt.get_add_actions(flatten=True)
-    table = actions.to_pydict() if hasattr(actions, "to_pydict") else actions.to_pylist()
-    rows = []
-    n = len(table["path"])
-    for i in range(n):
-        rows.append({k: table[k][i] for k in table})
-    return rows
+    import pyarrow as pa
+
+    # deltalake 1.x returns an arro3 table; pyarrow takes it through the Arrow C interface
+    return pa.table(dt.get_add_actions(flatten=True)).to_pylist()
 
 
 def _overlaps(file: dict[str, Any], bounds: dict[str, tuple[Any, Any]]) -> bool:

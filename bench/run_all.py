@@ -26,10 +26,12 @@ sys.path.insert(0, str(ROOT))
 from bench.common import machine, md_table  # noqa: E402
 
 
-def run(name: str, args: list[str]) -> dict[str, Any]:
+def run(name: str, *, args: list[str], reuse: bool = False) -> dict[str, Any]:
     """Run one benchmark script and return its JSON report (printed last on stdout)."""
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"{name}.json"
+    if reuse and target.exists():
+        return dict(json.loads(target.read_text()))
     cmd = [sys.executable, str(ROOT / "bench" / args[0]), *args[1:], "--out", str(target)]
     print(f"== {name}: {' '.join(cmd[1:])}", flush=True)
     started = time.time()
@@ -88,6 +90,29 @@ def plots(read: dict[str, Any]) -> list[str]:
     fig.savefig(ROOT / "bench" / "filters.png", dpi=110)
     made.append("bench/filters.png")
     return made
+
+
+FINDINGS = """## Reading these numbers: targets met and missed
+
+- **Write ratio (target <= 1.5x): not reliably met.** This run measured 1.87x at sf 1 while other
+  test jobs shared the 2 cores; an earlier run on a quieter machine measured 1.45x
+  (`python bench/write_bench.py --sf 1 --rounds 1`: 20.0 s parquet, 28.9 s qbeast). The write is
+  three jobs (statistics, a sampled estimation, the write) and one Python pass over all columns.
+- **Client memory (target: independent of data size): met.** 151 MiB after the writes at sf 0.1
+  and at sf 1; the client holds only summaries (cube domains, the table state).
+- **Sampling bytes (targets <= 2% for 0.01, <= 15% for 0.1): missed** (4.3% and 90%). The rollup of
+  spec 5.7 merges small child cubes into their parent's file, so the files of the top of the
+  tree also carry deep rows and a sample must read them whole. Planned fix: roll small cubes up
+  with their siblings instead, so files stay within one depth. Sampling time is also behind
+  Spark's own `sample(f).count()`, which needs no column at all, while ours hashes three columns
+  over 362 files.
+- **Filter amplification (target: at most half of Z-order's at a similar file count): met for 2
+  columns at 1%** (6.5x vs 15.0x with 362 vs 652 files, 0.43x) and for every other measured
+  case; query times are still above the unindexed parquet scan on this small table, because
+  the planned files are many and small (next: larger files per cube, fewer per query).
+- **Log scale**: our replay is 8.7x slower than deltalake's Rust reader on 10,000 files; the
+  commit latency grows with the log when the committer re-reads the snapshot.
+"""
 
 
 def render(results: dict[str, dict[str, Any]], pngs: list[str]) -> str:
@@ -238,27 +263,29 @@ def render(results: dict[str, dict[str, Any]], pngs: list[str]) -> str:
         ]
     if "timeline" in results:
         lines += ["## Partition timelines", "", results["timeline"]["markdown"], ""]
+    lines += [FINDINGS]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="keep results already in bench/out")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     big = "0.1" if args.quick else "1"
-    results["write_small"] = run("write_small", ["write_bench.py", "--sf", "0.1", "--rounds", "2",
+    results["write_small"] = run("write_small", reuse=args.reuse, args=["write_bench.py", "--sf", "0.1", "--rounds", "2",
                                                  "--cube-size", "50000"])
-    results["write_big"] = run("write_big", ["write_bench.py", "--sf", big, "--rounds", "2",
+    results["write_big"] = run("write_big", reuse=args.reuse, args=["write_bench.py", "--sf", big, "--rounds", "2",
                                              "--zorder"])
-    results["read"] = run("read", ["read_bench.py", "--sf", big, "--cube-size",
+    results["read"] = run("read", reuse=args.reuse, args=["read_bench.py", "--sf", big, "--cube-size",
                                    "1000" if args.quick else "10000", "--queries",
-                                   "5" if args.quick else "20"])
-    results["log"] = run("log", ["log_bench.py", "--commits", "100" if args.quick else "1000",
+                                   "5" if args.quick else "10"])
+    results["log"] = run("log", reuse=args.reuse, args=["log_bench.py", "--commits", "100" if args.quick else "1000",
                                  "--files-per-commit", "10"])
-    results["scaling"] = run("scaling", ["scaling_bench.py", "--sizes",
+    results["scaling"] = run("scaling", reuse=args.reuse, args=["scaling_bench.py", "--sizes",
                                          "0.05,0.1,0.2" if args.quick else "0.1,0.3,1"])
-    results["timeline"] = run("timeline", ["timeline_cover.py"])
+    results["timeline"] = run("timeline", reuse=args.reuse, args=["timeline_cover.py"])
     pngs = plots(results["read"])
     (ROOT / "BENCHMARKS.md").write_text(render(results, pngs))
     print("wrote BENCHMARKS.md")
