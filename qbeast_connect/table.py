@@ -33,6 +33,7 @@ from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql.connect.column import Column
     from pyspark.sql.connect.dataframe import DataFrame
     from pyspark.sql.connect.session import SparkSession
@@ -49,10 +50,14 @@ class ScanExplanation:
     Attributes:
         plan: the file plan (selected files, per-revision details).
         files: absolute paths of the files to read.
+        reader: what opens them: ``"spark-parquet"`` (Spark's parquet reader) or
+            ``"qbeast-plugin"`` (the plugin reads them with pyarrow, for object stores the
+            server's Spark cannot open; see :mod:`server_plugin.s3_reader`).
     """
 
     plan: ScanPlan
     files: tuple[str, ...]
+    reader: str = "spark-parquet"
 
     @property
     def selected_files(self) -> int:
@@ -86,6 +91,7 @@ class ScanExplanation:
             f"{self.selected_bytes:,} of {self.total_bytes:,} ({share:.1%})",
             f"skipped by the qbeast index: {self.plan.skipped_by_index}, "
             f"by Delta statistics: {self.plan.skipped_by_stats}",
+            f"read by: {self.reader}",
         ]
         for rev in self.plan.per_revision:
             how = "index" if rev.indexed else "full"
@@ -267,6 +273,74 @@ class QbeastTable:
         revision = self.revision(revisionID)
         return compute_index_metrics(self._qbeast, revision.revision_id)
 
+    # -- pictures and notebooks --------------------------------------------------------
+
+    def plot(
+        self,
+        revisionID: int | None = None,  # noqa: N803
+        fraction: float | None = None,
+        where: Column | str | None = None,
+        path: str | None = None,
+        color_by: str = "max_weight",
+    ) -> Any:
+        """Draw the OTree of a revision (default: the latest) with matplotlib.
+
+        With ``fraction`` and/or ``where``, the cubes a :meth:`read` with those arguments
+        would open are outlined in red. Needs matplotlib (``pip install
+        'qbeast-connect[viz]'``). See :func:`qbeast_connect.viz.plot_index`.
+
+        Args:
+            revisionID: the revision to draw.
+            fraction: a sample fraction in (0, 1] to highlight.
+            where: a filter (SQL string or Column) to highlight.
+            path: also save the picture there as PNG.
+            color_by: ``"max_weight"`` or ``"element_count"``.
+
+        Returns:
+            The matplotlib ``Figure`` (notebooks display it).
+        """
+        from qbeast_connect.viz import plot_index, selected_cubes_for
+
+        revision = self.revision(revisionID)
+        selected = None
+        if fraction is not None or where is not None:
+            selected = selected_cubes_for(
+                self._qbeast, revision.revision_id, self._predicate(where), fraction
+            )
+        return plot_index(
+            self._qbeast,
+            revision.revision_id,
+            selected_cubes=selected,
+            color_by=color_by,  # type: ignore[arg-type]
+            path=path,
+        )
+
+    def summary(self) -> dict[str, object]:
+        """Path, version, revisions, indexed columns, cube size, files and bytes."""
+        files = self._qbeast.files
+        out: dict[str, object] = {"path": self._path, "version": self._state.version}
+        if self._qbeast.is_qbeast:
+            latest = self.latestRevision
+            out["revisions"] = self.revisionIDs()
+            out["indexed columns"] = latest.columns_to_index or ", ".join(latest.column_names)
+            out["cube size"] = f"{latest.desired_cube_size:,}"
+        else:
+            out["revisions"] = "none (not a qbeast table)"
+        out["files"] = len(files)
+        out["staging files"] = sum(1 for f in files if f.is_staging)
+        out["bytes"] = f"{sum(f.size for f in files):,}"
+        out["rows"] = f"{sum(f.num_records or f.element_count for f in files):,}"
+        return out
+
+    def _repr_html_(self) -> str:
+        """A summary table for notebooks."""
+        from qbeast_connect.viz import table_html
+
+        return table_html(self.summary(), title="QbeastTable")
+
+    def __repr__(self) -> str:
+        return f"QbeastTable(path={self._path!r}, version={self._state.version})"
+
     # -- maintenance -----------------------------------------------------------------
 
     def optimize(
@@ -399,7 +473,26 @@ class QbeastTable:
             fraction,
             file_stats=stats_by_path(self._state.adds),
         )
-        return ScanExplanation(plan, tuple(self._absolute(p) for p in plan.paths))
+        return ScanExplanation(
+            plan, tuple(self._absolute(p) for p in plan.paths), self._reader()
+        )
+
+    def _reader(self) -> str:
+        from server_plugin.s3_reader import reader_for
+
+        return reader_for(self._spark, self._path)
+
+    def _read_files(self, paths: Sequence[str]) -> SparkDataFrame:
+        """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
+        files = [self._absolute(p) for p in paths]
+        if self._reader() == "spark-parquet":
+            return self._spark.read.schema(self.schema).parquet(*files)
+        from server_plugin.s3_reader import read_files
+
+        root = self._path.rstrip("/")
+        sizes = {str(a.get("path")): int(a.get("size") or 0) for a in self._state.adds}
+        entries = [(f[len(root) + 1 :], sizes.get(p, 0)) for f, p in zip(files, paths, strict=True)]
+        return read_files(self._spark, root, self.schema, entries)
 
     def _absolute(self, path: str) -> str:
         """The location of a file named by the log, refusing any that leaves the table."""
@@ -420,7 +513,7 @@ class QbeastTable:
 
         schema = self.schema
         if explanation.files:
-            df = self._spark.read.schema(schema).parquet(*explanation.files)
+            df = self._read_files(explanation.plan.paths)
         else:
             df = self._spark.createDataFrame([], schema)
         if fraction is not None and fraction < 1.0:

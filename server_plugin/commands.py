@@ -73,7 +73,7 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     full, and indexed by a later ``optimize(0)`` or simply left as they are.
     """
     path = str(command["path"])
-    storage = storage_for(path)
+    storage = storage_for(path, command.get("storageOptions"))
     columns = [s.name for s in parse_columns_to_index(str(command["columnsToIndex"]))]
     source = str(command.get("sourceFormat", "parquet")).lower()
     version = latest_version(storage)
@@ -128,7 +128,8 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     schema = None
     adds = []
     for info in files:
-        table = pq.read_table(storage.local_path(info.name))
+        with storage.open_input(info.name) as handle:
+            table = pq.read_table(handle)
         if schema is None:
             schema = table.schema
         elif not table.schema.equals(schema, check_metadata=False):
@@ -192,7 +193,7 @@ def vacuum(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     never touched.
     """
     path = str(command["path"])
-    storage = storage_for(path)
+    storage = storage_for(path, command.get("storageOptions"))
     version = latest_version(storage)
     if version is None:
         raise TableNotFoundError(f"no Delta table at {path} to vacuum")

@@ -64,6 +64,7 @@ from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import DeltaSnapshot, read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.writer import _arrow_batches
 
 __all__ = [
     "PartitionFile",
@@ -148,16 +149,6 @@ def write_partition_file(
         stats=compute_safe_stats(table),
         num_records=table.num_rows,
     )
-
-
-def _arrow_batches(iterator: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-    for item in iterator:
-        if isinstance(item, pa.RecordBatch):
-            yield item
-        elif isinstance(item, pa.Table):
-            yield from item.to_batches()
-        else:  # pragma: no cover - Spark always sends Arrow to an Arrow writer
-            raise InvalidOptionError(f"unexpected batch type {type(item).__name__}")
 
 
 class _TaskFiles:

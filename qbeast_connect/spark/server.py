@@ -24,11 +24,17 @@ from pathlib import Path
 from qbeast_connect.exceptions import JavaNotFoundError, MissingDependencyError, QbeastError
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: Spark Connect's per-session cache of analyzed plans (see DEFAULT_SERVER_CONF).
+PLAN_CACHE_CONF = "spark.connect.session.planCache.enabled"
 
 #: Server settings every server started by qbeast-connect gets (the caller may override).
 DEFAULT_SERVER_CONF: Mapping[str, str] = {
     # Python Data Source readers only receive pushed filters with this flag on.
     "spark.sql.python.filterPushdown.enabled": "true",
+    # Spark 4.2 keeps the read plan of the last filter pushdown on the data source object,
+    # which the session plan cache shares between queries of one DataFrame: a later query
+    # without pushable filters would read only the files pruned for the earlier one.
+    PLAN_CACHE_CONF: "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
@@ -191,7 +197,7 @@ class LocalConnectServer:
             )
         env.update(self.extra_env)
         with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            self._process = subprocess.Popen(
                 self.command(),
                 env=env,
                 stdout=log,

@@ -106,6 +106,18 @@ def _connect(url: str, conf: dict[str, str]) -> SparkSession:
     return spark
 
 
+def _disable_plan_cache(spark: SparkSession) -> None:
+    """Turn off the session's plan cache, which makes Spark 4.2 reuse a stale filter
+    pushdown of ``format("qbeast")`` (see ``DEFAULT_SERVER_CONF``)."""
+    import contextlib
+
+    from qbeast_connect.spark.server import PLAN_CACHE_CONF
+
+    # a server without the setting has no such cache
+    with contextlib.suppress(Exception):
+        spark.conf.set(PLAN_CACHE_CONF, "false")
+
+
 def register_plugin(spark: SparkSession) -> None:
     """Register the plugin's data sources on ``spark`` and check the server can run them.
 
@@ -126,6 +138,7 @@ def register_plugin(spark: SparkSession) -> None:
     spark.dataSource.register(QbeastTimelineWriteSource)
     # also found by Spark itself (module pyspark_qbeast) when the server has the package
     spark.dataSource.register(QbeastDataSource)
+    _disable_plan_cache(spark)
     try:
         with translate_errors():
             rows = spark.read.format(SNAPSHOT_FORMAT).option("probe", "true").load().collect()

@@ -210,19 +210,37 @@ class Fact:
             values = wanted.get(path)
             if not values:
                 continue
-            files = [
-                _absolute(path, str(add["path"]))
+            selected = [
+                add
                 for add in state.adds
                 if (add.get("partitionValues") or {}).get(self._column) in values
             ]
-            if not files:
+            if not selected:
                 continue
-            frame = (
-                self._spark.read.schema(schema)
-                .option("basePath", path)
-                .parquet(*files)
-                .select(*[f"`{n.replace('`', '``')}`" for n in schema.fieldNames()])
-            )
+            from server_plugin.s3_reader import SPARK_READER, read_files, reader_for
+
+            frame: DataFrame
+            if reader_for(self._spark, path) == SPARK_READER:
+                reader = self._spark.read.schema(schema).option("basePath", path)
+                frame = reader.parquet(*[_absolute(path, str(a["path"])) for a in selected])
+            else:  # an object store the server's Spark cannot open: the plugin reads
+                from qbeast_connect.table import resolve_table_file
+
+                root = path.rstrip("/")
+                frame = read_files(
+                    self._spark,
+                    root,
+                    schema,
+                    [
+                        (
+                            resolve_table_file(root, str(a["path"]))[len(root) + 1 :],
+                            int(a.get("size") or 0),
+                            dict(a.get("partitionValues") or {}),
+                        )
+                        for a in selected
+                    ],
+                )
+            frame = frame.select(*[f"`{n.replace('`', '``')}`" for n in schema.fieldNames()])
             frames.append(frame)
         if not frames:
             assert first_schema is not None

@@ -1,0 +1,758 @@
+"""The ``qbeast`` data source: ``format("qbeast")`` for any Spark Connect client.
+
+Spark registers it by itself on a server whose Python environment has qbeast-connect
+installed (the top-level module ``pyspark_qbeast`` exposes it as ``DefaultSource``, which
+Spark's static Python data source lookup finds), and
+:func:`qbeast_connect.spark.session.register_plugin` registers it on sessions made by
+qbeast-connect as well.
+
+Reading: ``spark.read.format("qbeast").load(path)``, option ``versionAsOf``.
+    The schema is the table's (from the Delta log). Filters Spark pushes (comparisons,
+    ``IN``, ``IS [NOT] NULL``, ``NOT``, string prefixes) become the planner's predicate tree
+    and :func:`~qbeast_connect.planning.file_planner.plan_files` picks the files, so the scan
+    has one partition per selected file (or per few small ones). Every filter is still handed
+    back to Spark, which applies it to the rows: pruning never changes an answer. Needs
+    ``spark.sql.python.filterPushdown.enabled=true`` on the server, or the read option
+    ``filterPushdown=false`` (then every file is read).
+
+Writing: ``df.write.format("qbeast").option(...).mode("append" | "overwrite").save(path)``.
+    A one-pass writer: it cannot run the statistics and estimation jobs of
+    :func:`qbeast_connect.write`, so it indexes rows with what the table already knows:
+
+    * appending to a qbeast table whose latest revision covers the data: the rows go to the
+      revision's existing cubes, with their current max weights (like any append, cubes may
+      grow past ``cubeSize``);
+    * creating a table, overwriting one, or starting a new revision, when ``columnStats``
+      fixes the space of every ``linear`` and ``quantiles`` column: with no cube weights
+      known, every row goes to the root cube.
+
+    Both give valid Qbeast tables (every read and sample is exact), but an index with one
+    big root cube prunes nothing: write large tables with :func:`qbeast_connect.write`.
+    Rows outside the revision's space, or a table it cannot index in one pass, are errors
+    naming :func:`qbeast_connect.write`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from qbeast_connect.exceptions import (
+    InvalidOptionError,
+    NotAQbeastTableError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from qbeast_connect.model.revision import Revision
+    from qbeast_connect.model.snapshot import QbeastSnapshot
+    from qbeast_connect.planning.predicate import Predicate
+    from server_plugin.delta.log_reader import DeltaSnapshot
+
+FORMAT_NAME = "qbeast"
+#: Selected files are packed into read partitions of about this many bytes.
+PARTITION_BYTES = 64 * 1024 * 1024
+#: Rows per Arrow batch a read task yields.
+READ_BATCH_ROWS = 65_536
+LAST_REVISION_KEY = "qbeast.lastRevisionID"
+REVISION_PREFIX = "qbeast.revision."
+
+_WRITE_HINT = (
+    "use qbeast_connect.write(df, path, ...) instead: it computes the statistics and cube "
+    "weights this one-pass writer cannot"
+)
+
+
+def _require_path(options: Mapping[str, str]) -> str:
+    path = options.get("path")
+    if path is None or str(path).strip() == "":
+        raise InvalidOptionError(
+            "format('qbeast') needs the table location: .load(path) or .save(path)"
+        )
+    return str(path)
+
+
+def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
+    value = options.get(key)
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise InvalidOptionError(f"option {key} must be true or false, got {value!r}")
+
+
+def _optional_int(options: Mapping[str, str], key: str) -> int | None:
+    value = options.get(key)
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise InvalidOptionError(f"option {key} must be an integer, got {value!r}") from None
+    if number < 0:
+        raise InvalidOptionError(f"option {key} must be >= 0, got {number}")
+    return number
+
+
+def read_delta_snapshot(path: str, version: int | None) -> DeltaSnapshot | None:
+    """The Delta snapshot at ``path`` (None when no table exists and no version was asked)."""
+    from server_plugin.delta.log_reader import read_snapshot
+    from server_plugin.delta.storage import storage_for
+
+    try:
+        return read_snapshot(storage_for(path), version)
+    except TableNotFoundError:
+        if version is not None:
+            raise
+        return None
+
+
+def add_dicts(snapshot: DeltaSnapshot) -> list[dict[str, Any]]:
+    """The live add actions as JSON dicts (what the client-side snapshot code expects)."""
+    from server_plugin.delta.actions import action_to_json
+
+    return [action_to_json(add)["add"] for add in snapshot.files.values()]
+
+
+def qbeast_view(snapshot: DeltaSnapshot) -> QbeastSnapshot:
+    """The qbeast view (revisions, index files, cube statuses) of a Delta snapshot."""
+    from qbeast_connect.model.snapshot import QbeastSnapshot
+
+    return QbeastSnapshot.from_delta(
+        snapshot.metadata.configuration, add_dicts(snapshot), snapshot.version
+    )
+
+
+# --------------------------------------------------------------------------------------
+# filters
+# --------------------------------------------------------------------------------------
+
+
+def _next_prefix(prefix: str) -> str | None:
+    """The smallest string above every string starting with ``prefix`` (None if none)."""
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF or 0xD7FF <= last <= 0xDFFF:
+        return None
+    return prefix[:-1] + chr(last + 1)
+
+
+def filter_to_predicate(f: Any) -> Predicate | None:
+    """Translate one pushed Spark filter to the planner's predicate tree.
+
+    Returns None for filters pruning cannot use (nested columns, ``LIKE '%x'`` and
+    ``'%x%'``, values the tree has no literal for): they prune nothing. The translation
+    never matches fewer rows than the filter, so pruning with it is safe.
+    """
+    from pyspark.sql import datasource as ds
+
+    from qbeast_connect.planning.predicate import (
+        Comparison,
+        InList,
+        IsNotNull,
+        IsNull,
+        Not,
+        and_,
+    )
+
+    if isinstance(f, ds.Not):
+        child = filter_to_predicate(f.child)
+        return None if child is None else Not(child)
+    attribute = getattr(f, "attribute", None)
+    if not isinstance(attribute, tuple) or len(attribute) != 1:
+        return None
+    column = attribute[0]
+    value = getattr(f, "value", None)
+    ops = {
+        ds.EqualTo: "=",
+        ds.GreaterThan: ">",
+        ds.GreaterThanOrEqual: ">=",
+        ds.LessThan: "<",
+        ds.LessThanOrEqual: "<=",
+    }
+    try:
+        for cls, op in ops.items():
+            if isinstance(f, cls):
+                return Comparison(column, op, value)  # type: ignore[arg-type]
+        if isinstance(f, ds.EqualNullSafe):
+            return IsNull(column) if value is None else Comparison(column, "=", value)
+        if isinstance(f, ds.In):
+            values = tuple(value or ())
+            return InList(column, values) if values else None
+        if isinstance(f, ds.IsNull):
+            return IsNull(column)
+        if isinstance(f, ds.IsNotNull):
+            return IsNotNull(column)
+        if isinstance(f, ds.StringStartsWith) and isinstance(value, str) and value:
+            upper = _next_prefix(value)
+            low = Comparison(column, ">=", value)
+            return low if upper is None else and_(low, Comparison(column, "<", upper))
+    except (InvalidOptionError, TypeError, ValueError):
+        return None
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------------------
+
+
+def pack_partitions(
+    files: Sequence[tuple[str, int]], target_bytes: int = PARTITION_BYTES
+) -> list[tuple[str, ...]]:
+    """Group ``(path, size)`` in order into partitions of about ``target_bytes`` each.
+
+    A file is never split; a file at least ``target_bytes`` large gets its own partition.
+    """
+    out: list[tuple[str, ...]] = []
+    current: list[str] = []
+    used = 0
+    for path, size in files:
+        if current and used + size > target_bytes:
+            out.append(tuple(current))
+            current, used = [], 0
+        current.append(path)
+        used += size
+    if current:
+        out.append(tuple(current))
+    return out
+
+
+def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """The batch with exactly the ``target`` columns and types (absent columns are null)."""
+    import pyarrow as pa
+
+    names = batch.schema.names
+    lowered: dict[str, int] = {}
+    for i, name in enumerate(names):
+        lowered.setdefault(name.lower(), i)
+    arrays = []
+    for field in target:
+        index = batch.schema.get_field_index(field.name)
+        if index < 0:
+            index = lowered.get(field.name.lower(), -1)
+        if index < 0:
+            arrays.append(pa.nulls(batch.num_rows, field.type))
+            continue
+        column = batch.column(index)
+        if not column.type.equals(field.type):
+            column = column.cast(field.type)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+class QbeastScanReader(DataSourceReader):  # type: ignore[misc]
+    """Reads the files of a qbeast (or plain Delta) table that the filters cannot rule out.
+
+    The reader is pickled to the executors before :meth:`partitions` runs, so it only keeps
+    small state: the location, the version, the schema and the pushed predicates.
+    """
+
+    def __init__(self, path: str, version: int | None, schema: StructType) -> None:
+        self.path = path
+        self.version = version
+        self.schema = schema
+        self.predicates: list[Predicate] = []
+
+    def predicate(self) -> Predicate | None:
+        """The conjunction of the translated filters (None when there is none)."""
+        from qbeast_connect.planning.predicate import and_
+
+        return and_(*self.predicates) if self.predicates else None
+
+    def plan(self) -> list[tuple[str, int]]:
+        """``(storage key, size)`` of every file the read must open, in snapshot order."""
+        from qbeast_connect.planning.file_planner import plan_files, stats_by_path
+
+        snapshot = read_delta_snapshot(self.path, self.version)
+        if snapshot is None:
+            raise TableNotFoundError(f"no table at {self.path}")
+        adds = add_dicts(snapshot)
+        qsnap = qbeast_view(snapshot)
+        plan = plan_files(qsnap, self.predicate(), None, file_stats=stats_by_path(adds))
+        keys = {add.path: key for key, add in snapshot.files.items()}
+        return [(keys[f.path], f.size) for f in plan.files]
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(group) for group in pack_partitions(self.plan())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from server_plugin.delta.storage import storage_for
+
+        keys = partition.value or ()
+        if not keys:
+            return
+        storage = storage_for(self.path)
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        wanted = {name.lower() for name in target.names}
+        for key in keys:
+            opener = getattr(storage, "open_input", None)
+            source: Any = opener(key) if opener is not None else storage.local_path(key)
+            try:
+                parquet = pq.ParquetFile(source)
+                columns = [n for n in parquet.schema_arrow.names if n.lower() in wanted]
+                for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
+                    yield conform_batch(batch, target)
+            finally:
+                if hasattr(source, "close"):
+                    source.close()
+
+
+class QbeastPushdownReader(QbeastScanReader):
+    """:class:`QbeastScanReader` that prunes files with the filters Spark pushes."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:  # noqa: N802 - Spark API
+        for f in filters:
+            predicate = filter_to_predicate(f)
+            if predicate is not None:
+                self.predicates.append(predicate)
+        # Spark applies every filter again to the rows: pruning stays an optimization
+        return list(filters)
+
+
+# --------------------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------------------
+
+
+def _configuration(
+    base: Mapping[str, str],
+    revision: Revision,
+    staging: Revision | None,
+    options: Any,
+    appending: bool,
+) -> dict[str, str]:
+    """The table configuration of a write that adds ``revision`` (as the client writer)."""
+    config = dict(base)
+    if not appending:
+        config = {
+            k: v
+            for k, v in config.items()
+            if not k.startswith("qbeast.revision") and k != LAST_REVISION_KEY
+        }
+    if staging is not None and f"{REVISION_PREFIX}0" not in config:
+        config[f"{REVISION_PREFIX}0"] = staging.to_json()
+    config[f"{REVISION_PREFIX}{revision.revision_id}"] = revision.to_json()
+    config[LAST_REVISION_KEY] = str(revision.revision_id)
+    if options.columns_to_index is not None:
+        config["columnsToIndex"] = options.columns_to_index
+    else:
+        config.setdefault("columnsToIndex", ",".join(revision.column_names))
+    config["cubeSize"] = str(revision.desired_cube_size)
+    config["tableFormat"] = "delta"
+    config["columnStats"] = options.column_stats or ""
+    config.update(options.table_properties)
+    return config
+
+
+def _append_schema(table_string: str, data: StructType, merge: bool, path: str) -> str | None:
+    """The schema to commit with an append (None: unchanged); raises on a mismatch."""
+    from qbeast_connect.spark.write import _nullable_schema_json
+
+    table = StructType.fromJson(json.loads(table_string))
+    table_fields = {f.name.lower(): f for f in table.fields}
+    data_fields = {f.name.lower(): f for f in data.fields}
+    mismatched = [
+        f"{f.name}: table {table_fields[k].dataType.simpleString()}, "
+        f"data {f.dataType.simpleString()}"
+        for k, f in data_fields.items()
+        if k in table_fields
+        and table_fields[k].dataType.simpleString() != f.dataType.simpleString()
+    ]
+    missing = [f.name for k, f in table_fields.items() if k not in data_fields]
+    extra = [f.name for k, f in data_fields.items() if k not in table_fields]
+    if mismatched or missing or (extra and not merge):
+        parts = []
+        if mismatched:
+            parts.append("different types: " + "; ".join(mismatched))
+        if missing:
+            parts.append("columns missing from the data: " + ", ".join(missing))
+        if extra:
+            parts.append("columns not in the table: " + ", ".join(extra))
+        hint = (
+            "set option mergeSchema=true to add the new columns"
+            if extra and not mismatched and not missing
+            else "make the data match the table schema, or overwrite the table"
+        )
+        raise SchemaMismatchError(f"cannot append to {path}: {'; '.join(parts)}; {hint}")
+    if not extra:
+        return None
+    merged = StructType(
+        list(table.fields) + [f for k, f in data_fields.items() if k not in table_fields]
+    )
+    return _nullable_schema_json(merged)
+
+
+def _require_space(
+    specs: Sequence[Any],
+    index_types: Mapping[str, Any],
+    user_stats: Mapping[str, Any],
+    path: str,
+) -> None:
+    """Raise unless ``columnStats`` fixes the space of every indexed column that needs it."""
+    from qbeast_connect.model.column_spec import transformer_for
+    from qbeast_connect.model.transformation import IdentityTransformation
+
+    rng = random.Random(0)
+    missing: list[str] = []
+    for spec in specs:
+        transformer = transformer_for(spec, index_types[spec.name])
+        made = transformer.make_transformation(user_stats.get(spec.name), rng)
+        if made.is_empty:
+            missing.append(f"{spec.name}_quantiles")
+        elif isinstance(made, IdentityTransformation) and made.identity_value is None:
+            missing.append(f"{spec.name}_min and {spec.name}_max")
+    if missing:
+        example = ", ".join(
+            f'"{s.name}_min": ..., "{s.name}_max": ...'
+            for s in specs
+            if f"{s.name}_min and {s.name}_max" in missing
+        )
+        raise InvalidOptionError(
+            f"format('qbeast') writes {path} in one pass and cannot compute column statistics, "
+            f"so creating a table or a revision needs the indexed space in option columnStats; "
+            f"missing: {', '.join(missing)}"
+            + (f" (e.g. {{{example}}}, covering all the data)" if example else "")
+            + f"; or {_WRITE_HINT}"
+        )
+
+
+def _canonical_key(key: str) -> str:
+    """Spark hands data source options over with lower-cased keys: give the Delta table
+    properties the plugin knows their canonical spelling back."""
+    from server_plugin.delta import properties
+
+    known = {
+        value.lower(): value
+        for name, value in vars(properties).items()
+        if name.isupper() and isinstance(value, str) and value.startswith("delta.")
+    }
+    return known.get(key.lower(), key)
+
+
+def plan_format_write(
+    options: Mapping[str, str], schema: StructType, overwrite: bool
+) -> tuple[Any, bool]:
+    """Decide the write plan of a ``format("qbeast")`` write on the server.
+
+    Returns:
+        ``(WritePlan, skip)``; ``skip`` is True when ``txnAppId``/``txnVersion`` were
+        already committed (the write then writes and commits nothing).
+    """
+    from qbeast_connect.model.column_spec import (
+        ColumnSpec,
+        parse_columns_to_index,
+        qdatatype_for_spark_type,
+    )
+    from qbeast_connect.model.revision import parse_column_stats, plan_revision
+    from qbeast_connect.options import parse_write_options
+    from qbeast_connect.spark.write import _nullable_schema_json, _spark_type_name
+    from qbeast_connect.write_plan import RESERVED_COLUMNS, WritePlan
+    from server_plugin.hooks import parse_hooks
+
+    path = _require_path(options)
+    opts = parse_write_options({_canonical_key(k): v for k, v in options.items()})
+    parse_hooks(opts.hooks)
+    reserved = sorted(RESERVED_COLUMNS & {f.name for f in schema.fields})
+    if reserved:
+        raise InvalidOptionError(
+            f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
+        )
+    snapshot = read_delta_snapshot(path, None)
+    exists = snapshot is not None
+    appending = exists and not overwrite
+    qsnap = qbeast_view(snapshot) if snapshot is not None else None
+    if appending and qsnap is not None and not qsnap.is_qbeast:
+        raise NotAQbeastTableError(
+            f"the Delta table at {path} has no qbeast metadata: convert it first with "
+            "qbeast_connect.convertToQbeast(...)"
+        )
+    skip = False
+    if snapshot is not None and opts.txn_app_id is not None and opts.txn_version is not None:
+        done = snapshot.txn_version(opts.txn_app_id)
+        skip = done is not None and done >= opts.txn_version
+    latest = qsnap.latest_revision if (qsnap is not None and qsnap.is_qbeast) else None
+    indexed = (
+        latest
+        if latest is not None and not latest.is_staging and bool(latest.transformations)
+        else None
+    )
+    column_types = {f.name: _spark_type_name(f.dataType) for f in schema.fields}
+    specs = parse_columns_to_index(opts.columns_to_index) if opts.columns_to_index else ()
+    if not specs and latest is not None:
+        specs = tuple(ColumnSpec(n) for n in latest.column_names)
+    if not specs:
+        raise InvalidOptionError(
+            "option columnsToIndex is required to create a qbeast table, e.g. "
+            ".option('columnsToIndex', 'x,y') with .option('columnStats', "
+            '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
+        )
+    by_lower = {k.lower(): k for k in column_types}
+    absent = [s.name for s in specs if s.name not in column_types]
+    if absent:
+        renamed = [by_lower.get(n.lower()) for n in absent]
+        raise SchemaMismatchError(
+            f"indexed columns {absent} are not in the data"
+            + (f" (the data has {renamed})" if any(renamed) else "")
+            + f"; its columns are {list(column_types)}"
+        )
+    index_types = {
+        s.name: qdatatype_for_spark_type(column_types[s.name], column=s.name) for s in specs
+    }
+    user_stats = (
+        parse_column_stats(opts.column_stats, {s.name: column_types[s.name] for s in specs})
+        if opts.column_stats
+        else {}
+    )
+    now = int(time.time() * 1000)
+    rng = random.Random()
+    base_config: Mapping[str, str] = snapshot.metadata.configuration if snapshot is not None else {}
+    # keep the latest indexed revision on append, and on overwrite unless re-specified
+    keep_space = indexed is not None and (appending or not opts.columns_to_index)
+    weights: dict[str, int] = {}
+    groups: dict[str, int] = {"": 0}
+    configuration: dict[str, str] | None = None
+    if keep_space:
+        assert indexed is not None and qsnap is not None
+        planned = plan_revision(
+            indexed,
+            specs if opts.columns_to_index else (),
+            column_types,
+            {},
+            user_stats,
+            opts.cube_size,
+            path,
+            now,
+            rng,
+        )
+        revision = planned.revision
+        if planned.is_new:
+            configuration = _configuration(base_config, revision, None, opts, True)
+        elif appending:
+            weights, groups = _existing_weights(qsnap, revision)
+    else:
+        _require_space(specs, index_types, user_stats, path)
+        planned = plan_revision(
+            latest if appending else None,
+            specs,
+            column_types,
+            {},
+            user_stats,
+            opts.cube_size,
+            path,
+            now,
+            rng,
+        )
+        revision = planned.revision
+        configuration = _configuration(base_config, revision, planned.staging, opts, appending)
+    if snapshot is None or not appending:
+        schema_string: str | None = _nullable_schema_json(schema)
+    else:
+        schema_string = _append_schema(
+            snapshot.metadata.schema_string, schema, opts.merge_schema, path
+        )
+    plan = WritePlan(
+        table_path=path,
+        mode="overwrite" if (overwrite and exists) else "append",
+        read_version=snapshot.version if snapshot is not None else -1,
+        revision_json=revision.to_json(),
+        cube_weights=weights,
+        cube_groups=groups,
+        configuration=configuration,
+        schema_string=schema_string,
+        txn_app_id=opts.txn_app_id,
+        txn_version=opts.txn_version,
+        txn_id=str(uuid.uuid4()),
+        user_metadata=opts.user_metadata,
+        operation="WRITE",
+        hooks=opts.hooks,
+    )
+    return plan, skip
+
+
+def _existing_weights(
+    qsnap: QbeastSnapshot, revision: Revision
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Cube max weights of the revision as it is, and a rollup of its cubes into files."""
+    from qbeast_connect.index.rollup import rollup_groups
+
+    statuses = qsnap.cube_statuses(revision.revision_id)
+    weights = {str(c): int(s.max_weight) for c, s in statuses.items()}
+    counts = {str(c): int(s.element_count) for c, s in statuses.items()}
+    groups = rollup_groups(counts, revision.dimension_count, revision.desired_cube_size)
+    if "" not in groups:
+        groups[""] = max(groups.values(), default=-1) + 1
+    return weights, groups
+
+
+def weighted_batches(
+    revision: Revision, path: str, batches: Iterable[Any]
+) -> Iterator[pa.RecordBatch]:
+    """Add the row weight (Spark ``hash`` of the indexed columns) to every batch, after
+    checking that every row lies inside the revision's space."""
+    import numpy as np
+    import pyarrow as pa
+
+    from qbeast_connect.index.hashing_np import spark_hash_columns
+    from qbeast_connect.index.normalize import column_values_as_float64, normalize
+    from qbeast_connect.model.transformation import IdentityTransformation
+    from qbeast_connect.write_plan import WEIGHT_COLUMN
+
+    names = list(revision.column_names)
+    for item in batches:
+        parts = item.to_batches() if isinstance(item, pa.Table) else [item]
+        for batch in parts:
+            if batch.num_rows == 0:
+                continue
+            columns = [batch.column(name) for name in names]
+            points = normalize(revision.transformations, columns, names)
+            bad = ~((points >= 0.0) & (points <= 1.0))
+            for j, t in enumerate(revision.transformations):
+                if isinstance(t, IdentityTransformation):
+                    arr = columns[j]
+                    valid = np.asarray(arr.is_valid(), dtype=bool)
+                    if t.identity_value is None:
+                        bad[:, j] |= valid
+                    else:
+                        values = column_values_as_float64(arr)
+                        bad[:, j] |= valid & (values != float(t.identity_value))
+            if bad.any():
+                row, dim = (int(x) for x in np.argwhere(bad)[0])
+                raise InvalidOptionError(
+                    f"column {names[dim]!r} has value {columns[dim][row].as_py()!r}, outside "
+                    f"the space of revision {revision.revision_id} of the table at {path} "
+                    f"({_space_text(revision.transformations[dim])}); format('qbeast') writes "
+                    "into the existing index and cannot widen it: give columnStats covering "
+                    f"the data, or {_WRITE_HINT} (its appends create a wider revision)"
+                )
+            weights = spark_hash_columns(columns)
+            yield batch.append_column(WEIGHT_COLUMN, pa.array(weights, type=pa.int32()))
+
+
+def _space_text(transformation: Any) -> str:
+    low = getattr(transformation, "min_number", None)
+    high = getattr(transformation, "max_number", None)
+    if low is not None and high is not None:
+        return f"indexed range [{low}, {high}]"
+    if hasattr(transformation, "identity_value"):
+        return f"single value {transformation.identity_value!r}"
+    return type(transformation).__name__
+
+
+class QbeastFormatWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """Tasks index and write their rows; the driver makes one Delta commit."""
+
+    def __init__(self, plan_json: str, skip: bool) -> None:
+        self.plan_json = plan_json
+        self.skip = skip
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        from qbeast_connect.model.revision import Revision
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.messages import WriteTaskMessage
+        from server_plugin.writer import write_task
+
+        if self.skip:
+            for _ in iterator:
+                pass
+            return WriteTaskMessage(files=())
+        plan = WritePlan.from_json(self.plan_json)
+        assert plan.revision_json is not None
+        revision = Revision.from_json(plan.revision_json)
+        return write_task(plan, weighted_batches(revision, plan.table_path, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.writer import commit_write
+
+        if not self.skip:
+            commit_write(WritePlan.from_json(self.plan_json), messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        from qbeast_connect.write_plan import WritePlan
+        from server_plugin.writer import abort_write
+
+        abort_write(WritePlan.from_json(self.plan_json), messages)
+
+
+# --------------------------------------------------------------------------------------
+# the data source
+# --------------------------------------------------------------------------------------
+
+
+class QbeastDataSource(DataSource):  # type: ignore[misc]
+    """``format("qbeast")``: read and write qbeast tables from any Spark Connect client.
+
+    Example:
+        >>> spark.read.format("qbeast").load("/data/t").where("x < 10").count()  # doctest: +SKIP
+        >>> (df.write.format("qbeast").mode("append").save("/data/t"))  # doctest: +SKIP
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def _version(self) -> int | None:
+        pinned = getattr(self, "_pinned_version", None)
+        if pinned is not None:
+            return int(pinned)
+        return _optional_int(self.options, "versionAsOf")
+
+    def schema(self) -> StructType:
+        path = _require_path(self.options)
+        snapshot = read_delta_snapshot(path, self._version())
+        if snapshot is None:
+            raise TableNotFoundError(
+                f"no table at {path}: write one first, e.g. with df.write.format('qbeast')"
+                ".option('columnsToIndex', ...).option('columnStats', ...).save(path) or "
+                "qbeast_connect.write(df, path, columnsToIndex=...)"
+            )
+        # the schema and the files read come from the same version
+        self._pinned_version = snapshot.version
+        return StructType.fromJson(json.loads(snapshot.metadata.schema_string))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        path = _require_path(self.options)
+        version = self._version()
+        if _flag(self.options, "filterPushdown", True):
+            return QbeastPushdownReader(path, version, schema)
+        return QbeastScanReader(path, version, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        plan, skip = plan_format_write(self.options, schema, overwrite)
+        return QbeastFormatWriter(plan.to_json(), skip)
+
+
+__all__ = [
+    "FORMAT_NAME",
+    "QbeastDataSource",
+    "QbeastFormatWriter",
+    "QbeastPushdownReader",
+    "QbeastScanReader",
+    "conform_batch",
+    "filter_to_predicate",
+    "pack_partitions",
+    "plan_format_write",
+    "weighted_batches",
+]
