@@ -35,3 +35,6 @@ def remote_spark(remote_url: str) -> Iterator[Any]:
 
     spark = qc.session(remote=remote_url)
     yield spark
+    # stop the session while its server still runs: a client talking to a stopped server
+    # retries for minutes
+    qc.stop(remote=remote_url)

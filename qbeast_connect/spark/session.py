@@ -74,9 +74,19 @@ def embedded_server() -> LocalConnectServer | None:
     return _embedded.get("embedded")
 
 
-def stop() -> None:
-    """Stop every session created here and the embedded server, if one was started."""
+def stop(remote: str | None = None) -> None:
+    """Stop the sessions created here and the embedded server, if one was started.
+
+    Args:
+        remote: stop only the session to this ``sc://`` URL (its server keeps running).
+    """
     with _lock:
+        if remote is not None:
+            spark = _cache.pop(remote, None)
+            if spark is not None:
+                with contextlib.suppress(Exception):  # best effort on shutdown
+                    spark.stop()
+            return
         for spark in _cache.values():
             with contextlib.suppress(Exception):  # best effort on shutdown
                 spark.stop()
