@@ -366,44 +366,6 @@ def _configuration(
     return config
 
 
-def _append_schema(table_string: str, data: StructType, merge: bool, path: str) -> str | None:
-    """The schema to commit with an append (None: unchanged); raises on a mismatch."""
-    from qbeast_connect.spark.write import _nullable_schema_json
-
-    table = StructType.fromJson(json.loads(table_string))
-    table_fields = {f.name.lower(): f for f in table.fields}
-    data_fields = {f.name.lower(): f for f in data.fields}
-    mismatched = [
-        f"{f.name}: table {table_fields[k].dataType.simpleString()}, "
-        f"data {f.dataType.simpleString()}"
-        for k, f in data_fields.items()
-        if k in table_fields
-        and table_fields[k].dataType.simpleString() != f.dataType.simpleString()
-    ]
-    missing = [f.name for k, f in table_fields.items() if k not in data_fields]
-    extra = [f.name for k, f in data_fields.items() if k not in table_fields]
-    if mismatched or missing or (extra and not merge):
-        parts = []
-        if mismatched:
-            parts.append("different types: " + "; ".join(mismatched))
-        if missing:
-            parts.append("columns missing from the data: " + ", ".join(missing))
-        if extra:
-            parts.append("columns not in the table: " + ", ".join(extra))
-        hint = (
-            "set option mergeSchema=true to add the new columns"
-            if extra and not mismatched and not missing
-            else "make the data match the table schema, or overwrite the table"
-        )
-        raise SchemaMismatchError(f"cannot append to {path}: {'; '.join(parts)}; {hint}")
-    if not extra:
-        return None
-    merged = StructType(
-        list(table.fields) + [f for k, f in data_fields.items() if k not in table_fields]
-    )
-    return _nullable_schema_json(merged)
-
-
 def _require_space(
     specs: Sequence[Any],
     index_types: Mapping[str, Any],
@@ -569,7 +531,9 @@ def plan_format_write(
     if snapshot is None or not appending:
         schema_string: str | None = _nullable_schema_json(schema)
     else:
-        schema_string = _append_schema(
+        from qbeast_connect.spark.write import append_schema
+
+        schema_string = append_schema(
             snapshot.metadata.schema_string, schema, opts.merge_schema, path
         )
     plan = WritePlan(

@@ -292,6 +292,45 @@ def estimation_fraction(total_rows: int, desired_cube_size: int) -> float:
     return min(1.0, wanted)
 
 
+def append_schema(table_string: str, data: StructType, merge: bool, path: str) -> str | None:
+    """The schema to commit with an append (None: unchanged); raises on a mismatch."""
+    from pyspark.sql.types import StructType
+
+    table = StructType.fromJson(json.loads(table_string))
+    table_fields = {f.name.lower(): f for f in table.fields}
+    data_fields = {f.name.lower(): f for f in data.fields}
+    mismatched = [
+        f"{f.name}: table {table_fields[k].dataType.simpleString()}, "
+        f"data {f.dataType.simpleString()}"
+        for k, f in data_fields.items()
+        if k in table_fields
+        and table_fields[k].dataType.simpleString() != f.dataType.simpleString()
+    ]
+    missing = [f.name for k, f in table_fields.items() if k not in data_fields]
+    extra = [f.name for k, f in data_fields.items() if k not in table_fields]
+    if mismatched or missing or (extra and not merge):
+        parts = []
+        if mismatched:
+            parts.append("different types: " + "; ".join(mismatched))
+        if missing:
+            parts.append("columns missing from the data: " + ", ".join(missing))
+        if extra:
+            parts.append("columns not in the table: " + ", ".join(extra))
+        hint = (
+            "set mergeSchema=true to add the new columns"
+            if extra and not mismatched and not missing
+            else "make the data match the table schema, or overwrite the table"
+        )
+        raise SchemaMismatchError(f"cannot append to {path}: {'; '.join(parts)}; {hint}")
+    if not extra:
+        return None
+    merged = StructType(
+        list(table.fields) + [f for k, f in data_fields.items() if k not in table_fields]
+    )
+    return _nullable_schema_json(merged)
+
+
+
 class _Writer:
     """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
     staging area, which indexes existing rows like an append and replaces their files."""
@@ -444,45 +483,11 @@ class _Writer:
         return qdatatype_for_spark_type(spark_type, column=name)
 
     def _check_append_schema(self, state: TableState, schema: StructType) -> str:
-        from pyspark.sql.types import StructType
-
         table_string = state.schema_string
         if table_string is None:
             return str(schema.json())
-        table_schema = StructType.fromJson(json.loads(table_string))
-        table_fields = {f.name.lower(): f for f in table_schema.fields}
-        data_fields = {f.name.lower(): f for f in schema.fields}
-        mismatched = [
-            f"{f.name}: table {table_fields[k].dataType.simpleString()}, "
-            f"data {f.dataType.simpleString()}"
-            for k, f in data_fields.items()
-            if k in table_fields and table_fields[k].dataType != f.dataType
-        ]
-        missing = [f.name for k, f in table_fields.items() if k not in data_fields]
-        extra = [f.name for k, f in data_fields.items() if k not in table_fields]
-        if mismatched or missing or (extra and not self.options.merge_schema):
-            parts = []
-            if mismatched:
-                parts.append("different types: " + "; ".join(mismatched))
-            if missing:
-                parts.append("columns missing from the data: " + ", ".join(missing))
-            if extra:
-                parts.append("columns not in the table: " + ", ".join(extra))
-            hint = (
-                "set mergeSchema=true to add the new columns"
-                if extra and not mismatched and not missing
-                else "make the data match the table schema, or overwrite the table"
-            )
-            raise SchemaMismatchError(
-                f"cannot append to {self.path}: {'; '.join(parts)}; {hint}"
-            )
-        if extra:
-            merged = StructType(
-                list(table_schema.fields)
-                + [f for k, f in data_fields.items() if k not in table_fields]
-            )
-            return _nullable_schema_json(merged)
-        return table_string
+        merged = append_schema(table_string, schema, self.options.merge_schema, self.path)
+        return table_string if merged is None else merged
 
     # -- jobs --------------------------------------------------------------------------
 
