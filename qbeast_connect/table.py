@@ -354,8 +354,9 @@ class QbeastTable:
 
         For an indexed revision (default: the latest) the rows of its files are assigned
         again with the revision's current cube max weights (rows appended above a cube's
-        weight move down to its children) and written grouped by the rollup of small cubes
-        into files near ``cubeSize`` rows; the old files are removed. ``optimize(0)`` indexes
+        weight move down to its children) and written in files of about ``cubeSize`` rows,
+        by weight band and then by runs of neighbouring cubes (see
+        :mod:`qbeast_connect.index.layout`); the old files are removed. ``optimize(0)`` indexes
         the staging area (files without qbeast tags) into the latest revision, like an
         append. Every row is kept exactly; ``dataChange`` is false on all file actions.
 

@@ -1,7 +1,7 @@
 """The contract between the client's write planner and the server plugin's writer.
 
 The client decides everything that needs global knowledge (the revision, the cube max
-weights, the rollup of cubes into file groups, the metadata to commit) and ships it to
+weights, the layout of rows into file groups, the metadata to commit) and ships it to
 the server as one JSON option. Write tasks only apply it to their rows; the driver-side
 commit only turns it, plus the tasks' files, into Delta actions.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.index.layout import FileLayout
 
 #: Name of the helper column carrying the row weight (Spark ``hash`` of the indexed columns).
 WEIGHT_COLUMN = "_qbeastWeight"
@@ -31,7 +32,7 @@ class WritePlan:
         read_version: the table version the plan was made against; -1 for a new table.
         revision_json: JSON of the revision rows are indexed with (None: unindexed write).
         cube_weights: cube string -> max weight, for the point-to-cube rule.
-        cube_groups: cube string -> file group number (rollup).
+        layout: which file group every row goes to (weight band, then run of cubes).
         configuration: the full ``metaData.configuration`` to commit, or None to keep it.
         schema_string: Delta schema JSON to commit with the metadata (None: keep).
         txn_app_id: idempotent-write application id, or None.
@@ -52,7 +53,7 @@ class WritePlan:
     read_version: int
     revision_json: str | None
     cube_weights: Mapping[str, int] = field(default_factory=dict)
-    cube_groups: Mapping[str, int] = field(default_factory=dict)
+    layout: FileLayout = field(default_factory=FileLayout.single)
     configuration: Mapping[str, str] | None = None
     schema_string: str | None = None
     txn_app_id: str | None = None
@@ -73,7 +74,7 @@ class WritePlan:
             "readVersion": self.read_version,
             "revision": self.revision_json,
             "cubeWeights": dict(self.cube_weights),
-            "cubeGroups": dict(self.cube_groups),
+            "layout": self.layout.to_json_value(),
             "configuration": None if self.configuration is None else dict(self.configuration),
             "schemaString": self.schema_string,
             "txnAppId": self.txn_app_id,
@@ -103,7 +104,7 @@ class WritePlan:
                 read_version=int(data["readVersion"]),
                 revision_json=data["revision"],
                 cube_weights={str(k): int(v) for k, v in data["cubeWeights"].items()},
-                cube_groups={str(k): int(v) for k, v in data["cubeGroups"].items()},
+                layout=FileLayout.from_json_value(data["layout"]),
                 configuration=data["configuration"],
                 schema_string=data["schemaString"],
                 txn_app_id=data["txnAppId"],

@@ -493,7 +493,6 @@ def plan_format_write(
     # keep the latest indexed revision on append, and on overwrite unless re-specified
     keep_space = indexed is not None and (appending or not opts.columns_to_index)
     weights: dict[str, int] = {}
-    groups: dict[str, int] = {"": 0}
     configuration: dict[str, str] | None = None
     if keep_space:
         assert indexed is not None and qsnap is not None
@@ -512,7 +511,7 @@ def plan_format_write(
         if planned.is_new:
             configuration = _configuration(base_config, revision, None, opts, True)
         elif appending:
-            weights, groups = _existing_weights(qsnap, revision)
+            weights = _existing_weights(qsnap, revision)
     else:
         _require_space(specs, index_types, user_stats, path)
         planned = plan_revision(
@@ -542,7 +541,6 @@ def plan_format_write(
         read_version=snapshot.version if snapshot is not None else -1,
         revision_json=revision.to_json(),
         cube_weights=weights,
-        cube_groups=groups,
         configuration=configuration,
         schema_string=schema_string,
         txn_app_id=opts.txn_app_id,
@@ -557,17 +555,10 @@ def plan_format_write(
 
 def _existing_weights(
     qsnap: QbeastSnapshot, revision: Revision
-) -> tuple[dict[str, int], dict[str, int]]:
-    """Cube max weights of the revision as it is, and a rollup of its cubes into files."""
-    from qbeast_connect.index.rollup import rollup_groups
-
+) -> dict[str, int]:
+    """Cube max weights of the revision as it is."""
     statuses = qsnap.cube_statuses(revision.revision_id)
-    weights = {str(c): int(s.max_weight) for c, s in statuses.items()}
-    counts = {str(c): int(s.element_count) for c, s in statuses.items()}
-    groups = rollup_groups(counts, revision.dimension_count, revision.desired_cube_size)
-    if "" not in groups:
-        groups[""] = max(groups.values(), default=-1) + 1
-    return weights, groups
+    return {str(c): int(s.max_weight) for c, s in statuses.items()}
 
 
 def weighted_batches(

@@ -76,7 +76,6 @@ class _TaskBuffer:
         self.written: list[WrittenFile] = []
 
     def add(self, batch: pa.RecordBatch) -> None:
-        from qbeast_connect.index.assignment import group_rows
         from qbeast_connect.index.normalize import normalize
 
         if self.schema is None:
@@ -89,7 +88,7 @@ class _TaskBuffer:
             points = normalize(self.revision.transformations, columns)
             labels, inverse = self.assigner.assign_labels(points, weights)
             local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
-            self.groups.append(group_rows(inverse, labels, self.plan.cube_groups))
+            self.groups.append(self.plan.layout.groups(inverse, labels, weights))
             self.cubes.append(local[inverse])
             self.weights.append(weights)
         self.rows += batch.num_rows

@@ -4,8 +4,9 @@
 * :mod:`.normalize` - transformations of Arrow columns to points in ``[0, 1]^d``.
 * :mod:`.cubes` - integer cube coordinates, packed keys and the cube string codec.
 * :mod:`.estimation` - local OTrees and cube domains (``DomainEstimator``).
-* :mod:`.assignment` - row -> cube assignment, file groups and block summaries.
-* :mod:`.rollup` - estimated per-cube counts and the rollup of cubes into files.
+* :mod:`.assignment` - row -> cube assignment and block summaries.
+* :mod:`.layout` - estimated per-cube counts and the layout of rows into files (weight
+  bands, then runs of cubes).
 
 Submodules are imported explicitly (nothing is re-exported here) to keep imports light.
 """

@@ -38,7 +38,6 @@ __all__ = [
     "CubeAssigner",
     "block_summaries",
     "cube_labels",
-    "group_rows",
 ]
 
 MAX_WEIGHT = 2**31 - 1
@@ -271,29 +270,6 @@ def cube_labels(
     remap = np.empty(len(names), dtype=np.int32)
     remap[np.asarray(order, dtype=np.int64)] = np.arange(len(names), dtype=np.int32)
     return [names[i] for i in order], remap[inverse] if n else np.zeros(0, dtype=np.int32)
-
-
-def group_rows(
-    cube_index_per_row: np.ndarray,
-    unique_cubes: Sequence[str],
-    cube_to_group: Mapping[str, int],
-) -> np.ndarray:
-    """Group (file) of every row: the group of its cube, or of the nearest ancestor present.
-
-    Cube strings are canonical, so an ancestor is a prefix; stripping one character at a
-    time finds the nearest ancestor whatever the symbols per level. A cube with no ancestor
-    in the mapping (not even the root) raises :class:`InvalidOptionError`.
-    """
-    per_cube = np.empty(len(unique_cubes), dtype=np.int32)
-    for i, cube in enumerate(unique_cubes):
-        c = cube
-        while c not in cube_to_group:
-            if c == "":
-                raise InvalidOptionError(f"cube {cube!r} has no ancestor in the file mapping")
-            c = c[:-1]
-        per_cube[i] = cube_to_group[c]
-    idx = np.asarray(cube_index_per_row, dtype=np.int64)
-    return per_cube[idx] if idx.size else np.zeros(0, dtype=np.int32)
 
 
 def block_summaries(

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from qbeast_connect.exceptions import InvalidOptionError, MetadataFormatError
+from qbeast_connect.model.cube_id import cube_string_sort_key
 
 __all__ = [
     "ALPHABET",
@@ -333,9 +334,8 @@ def parent_string(text: str, dimensions: int) -> str | None:
     return text[: (depth - 1) * s]
 
 
-def cube_sort_key(text: str) -> tuple[int, ...]:
-    """Sort key implementing the CubeId total order on canonical cube strings."""
-    return tuple(_ALPHABET_INDEX[ch] for ch in text)
+#: Sort key implementing the CubeId total order on canonical cube strings.
+cube_sort_key = cube_string_sort_key
 
 
 def sorted_cubes(texts: Iterable[str]) -> list[str]:

@@ -185,10 +185,10 @@ def _rewrite(
     table: QbeastTable, revision_id: int, paths: list[str], opts: Any
 ) -> OptimizeResult:
     """Re-assign the rows of ``paths`` with the revision's current cube max weights and
-    write them grouped by the rollup of their cubes (one shuffle), in one commit."""
+    write them laid out by weight band and cube (one shuffle), in one commit."""
     from pyspark.sql import functions as F
 
-    from qbeast_connect.index.rollup import rollup_groups
+    from qbeast_connect.index.layout import plan_layout, segments_from_blocks
     from qbeast_connect.spark.write import group_by_file
 
     if not paths:
@@ -198,27 +198,22 @@ def _rewrite(
     statuses = snapshot.cube_statuses(revision_id)
     weights = {str(c): int(s.max_weight) for c, s in statuses.items()}
     wanted = set(paths)
-    counts: dict[str, int] = {}
-    rows = 0
-    for f in snapshot.files_of(revision_id):
-        if f.path in wanted:
-            for b in f.blocks:
-                counts[b.cube_id] = counts.get(b.cube_id, 0) + b.element_count
-                rows += b.element_count
-    groups = rollup_groups(counts, revision.dimension_count, revision.desired_cube_size)
+    blocks = [b for f in snapshot.files_of(revision_id) if f.path in wanted for b in f.blocks]
+    rows = sum(b.element_count for b in blocks)
+    layout = plan_layout(segments_from_blocks(blocks), revision.desired_cube_size)
     names = list(revision.column_names)
     source = table._read_files(paths)
     weighted = source.select(
         "*", F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN)
     )
-    grouped = group_by_file(weighted, revision, weights, groups)
+    grouped = group_by_file(weighted, revision, weights, layout)
     plan = WritePlan(
         table_path=table.path,
         mode="append",
         read_version=table.version(),
         revision_json=revision.to_json(),
         cube_weights=weights,
-        cube_groups=groups,
+        layout=layout,
         txn_id=str(uuid.uuid4()),
         user_metadata=opts.user_metadata,
         operation="OPTIMIZE",

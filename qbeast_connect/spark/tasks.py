@@ -69,16 +69,17 @@ def assign_groups(params_json: str, batches: Iterator[pa.RecordBatch]) -> Iterat
 
     Args:
         params_json: JSON with ``revision``, ``cubeWeights`` (cube -> max weight) and
-            ``cubeGroups`` (cube -> group).
+            ``layout`` (:class:`~qbeast_connect.index.layout.FileLayout` JSON value).
         batches: all columns plus the weight column.
     """
-    from qbeast_connect.index.assignment import CubeAssigner, group_rows
+    from qbeast_connect.index.assignment import CubeAssigner
+    from qbeast_connect.index.layout import FileLayout
     from qbeast_connect.index.normalize import normalize
 
     params = json.loads(params_json)
     revision = Revision.from_json(params["revision"])
     assigner = CubeAssigner(revision.dimension_count, params["cubeWeights"])
-    groups = {str(k): int(v) for k, v in params["cubeGroups"].items()}
+    layout = FileLayout.from_json_value(params["layout"])
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -86,5 +87,5 @@ def assign_groups(params_json: str, batches: Iterator[pa.RecordBatch]) -> Iterat
         points = normalize(revision.transformations, columns)
         weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
         labels, inverse = assigner.assign_labels(points, weights)
-        group = group_rows(inverse, labels, groups)
+        group = layout.groups(inverse, labels, weights)
         yield batch.append_column(GROUP_COLUMN, pa.array(group, type=pa.int32()))

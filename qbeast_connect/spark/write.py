@@ -5,8 +5,8 @@ One :func:`write` call runs at most three Spark jobs and makes one Delta commit:
 1. a statistics job (min/max of the indexed columns and row counts per partition, reading
    only the indexed columns);
 2. an estimation job (local OTrees per partition -> cube domains, indexed columns only),
-   whose small result the client merges into cube max weights and a rollup of cubes into
-   file groups;
+   whose small result the client merges into cube max weights and a file layout (weight
+   bands, then runs of cubes: :mod:`qbeast_connect.index.layout`);
 3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
    file per file group per task, and its driver-side commit makes one Delta commit.
 """
@@ -29,6 +29,7 @@ from qbeast_connect.exceptions import (
     SchemaMismatchError,
     TableAlreadyExistsError,
 )
+from qbeast_connect.index.layout import FileLayout
 from qbeast_connect.model.column_spec import (
     ColumnSpec,
     parse_columns_to_index,
@@ -247,7 +248,7 @@ def group_by_file(
     df: DataFrame,
     revision: Revision,
     weights: Mapping[str, int],
-    groups: Mapping[str, int],
+    layout: FileLayout,
 ) -> DataFrame:
     """Repartition rows (with their weight column) so that each file group is in one task.
 
@@ -261,12 +262,16 @@ def group_by_file(
     from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
 
     params = json.dumps(
-        {"revision": revision.to_json(), "cubeWeights": dict(weights), "cubeGroups": dict(groups)}
+        {
+            "revision": revision.to_json(),
+            "cubeWeights": dict(weights),
+            "layout": layout.to_json_value(),
+        }
     )
     schema = df.schema.add(GROUP_COLUMN, IntegerType())
     return (
         df.mapInArrow(functools.partial(assign_groups, params), schema)
-        .repartition(max(1, len(set(groups.values()))), F.col(GROUP_COLUMN))
+        .repartition(max(1, layout.group_count), F.col(GROUP_COLUMN))
         .drop(GROUP_COLUMN)
     )
 
@@ -430,7 +435,7 @@ class _Writer:
             return self._empty_create(state, specs, index_types, schema_string)
         if total == 0:
             changed = schema_string != state.schema_string
-            return self._commit(state, None, {}, {}, None, schema_string if changed else None,
+            return self._commit(state, None, {}, None, None, schema_string if changed else None,
                                 new_revision=False, schema_changed=changed)
         plan = plan_revision(
             latest,
@@ -448,7 +453,7 @@ class _Writer:
         existing = (
             qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
         )
-        weights, groups = self._estimate(revision, total, per_partition, existing)
+        weights, layout = self._estimate(revision, total, per_partition, existing)
         configuration = None
         if plan.is_new or not appending:
             configuration = self._configuration(state, plan.revision, plan.staging, appending)
@@ -457,7 +462,7 @@ class _Writer:
             state,
             revision,
             weights,
-            groups,
+            layout,
             configuration,
             schema_string if (not appending or configuration is not None or schema_changed)
             else None,
@@ -549,11 +554,15 @@ class _Writer:
         total: int,
         per_partition: list[int],
         existing: Mapping[CubeId, Any],
-    ) -> tuple[dict[str, int], dict[str, int]]:
+    ) -> tuple[dict[str, int], FileLayout]:
         from pyspark.sql import functions as F
 
         from qbeast_connect.index.estimation import group_cube_size
-        from qbeast_connect.index.rollup import estimated_counts, rollup_groups
+        from qbeast_connect.index.layout import (
+            estimated_counts,
+            plan_layout,
+            segments_from_counts,
+        )
         from qbeast_connect.model.estimation_math import existing_domains, weights_from_domains
         from qbeast_connect.spark.tasks import DOMAIN_SCHEMA, estimate_domains
 
@@ -599,8 +608,8 @@ class _Writer:
                 domains[cube] = domains.get(cube, 0.0) + value
         weights = {str(c): int(w) for c, w in weights_from_domains(domains, dcs).items()}
         counts = estimated_counts(input_domains, weights, d)
-        groups = rollup_groups(counts, d, dcs)
-        return weights, groups
+        layout = plan_layout(segments_from_counts(counts, weights, d), dcs, rows=total)
+        return weights, layout
 
     # -- metadata and commit -----------------------------------------------------------
 
@@ -651,7 +660,7 @@ class _Writer:
             int(time.time() * 1000),
         )
         config = self._configuration(state, revision, None, appending=False)
-        return self._commit(state, None, {}, {}, config, schema_string, new_revision=True,
+        return self._commit(state, None, {}, None, config, schema_string, new_revision=True,
                             revision_id=0)
 
     def _commit(
@@ -659,7 +668,7 @@ class _Writer:
         state: TableState,
         revision: Revision | None,
         weights: Mapping[str, int],
-        groups: Mapping[str, int],
+        layout: FileLayout | None,
         configuration: Mapping[str, str] | None,
         schema_string: str | None,
         *,
@@ -678,7 +687,7 @@ class _Writer:
             read_version=state.version,
             revision_json=None if revision is None else revision.to_json(),
             cube_weights=weights,
-            cube_groups=groups,
+            layout=layout or FileLayout.single(),
             configuration=configuration,
             schema_string=schema_string,
             txn_app_id=self.options.txn_app_id,
@@ -695,8 +704,8 @@ class _Writer:
             df = df.select(
                 "*", F.hash(*[F.col(_quote(n)) for n in revision.column_names]).alias(WEIGHT_COLUMN)
             )
-            if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and groups:
-                df = group_by_file(df, revision, weights, groups)
+            if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
+                df = group_by_file(df, revision, weights, layout)
         with translate_errors():
             df.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
         return self._result(txn_id, revision, new_revision, revision_id)

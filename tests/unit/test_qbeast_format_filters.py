@@ -271,7 +271,7 @@ def test_append_uses_the_cubes_of_the_latest_revision(tmp_path: Path) -> None:
     plan, _ = plan_format_write({"path": path}, SCHEMA, True)
     revision = Revision.from_json(plan.revision_json)
     root_weight = -(2**31) + int(0.3 * 2**32)
-    tree = dataclasses.replace(plan, cube_weights={"": root_weight}, cube_groups={"": 0})
+    tree = dataclasses.replace(plan, cube_weights={"": root_weight})
     batch = _batch(range(0, 2000))
     weights = spark_hash_columns([batch.column("x"), batch.column("k")])
     message = write_task(tree, iter([batch.append_column(WEIGHT_COLUMN, pa.array(weights))]))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from qbeast_connect.exceptions import InvalidOptionError
-from qbeast_connect.index.assignment import CubeAssigner, block_summaries, cube_labels, group_rows
+from qbeast_connect.index.assignment import CubeAssigner, block_summaries, cube_labels
 from qbeast_connect.index.cubes import cube_strings, point_coords
 from qbeast_connect.index.estimation import DomainEstimator
 from qbeast_connect.model.cube_id import CubeId
@@ -160,17 +160,6 @@ def test_deep_chain_16_dims() -> None:
 def _take(it, k):
     for _ in range(k):
         yield next(it)
-
-
-def test_group_rows_nearest_ancestor() -> None:
-    unique = ["", "A", "AA", "AAQ", "Q", "Qw"]
-    mapping = {"": 0, "A": 1, "Q": 0}
-    rows = np.array([0, 1, 2, 3, 4, 5, 3])
-    assert group_rows(rows, unique, mapping).tolist() == [0, 1, 1, 1, 0, 0, 1]
-    # 7-D: two symbols per level
-    assert group_rows(np.array([0, 1]), ["DgMAUg", "/g"], {"": 2, "DgMA": 5}).tolist() == [5, 2]
-    with pytest.raises(InvalidOptionError):
-        group_rows(np.array([0]), ["A"], {"Q": 0})
 
 
 def test_block_summaries() -> None:

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from qbeast_connect.index.assignment import CubeAssigner, block_summaries, group_rows
+from qbeast_connect.index.assignment import CubeAssigner, block_summaries
 from qbeast_connect.index.estimation import DomainEstimator, group_cube_size
 from qbeast_connect.index.hashing_np import spark_hash_columns
 from qbeast_connect.index.normalize import normalize
-from qbeast_connect.index.rollup import estimated_counts, rollup_groups
+from qbeast_connect.index.layout import estimated_counts, plan_layout, segments_from_counts
 from qbeast_connect.model.transformation import HashTransformation, LinearTransformation, QDataType
 from qbeast_connect.model.weight import weight_from_normalized
 
@@ -79,9 +79,9 @@ def test_throughput_1m_rows() -> None:
     t_assign = time.perf_counter() - t0
 
     counts = estimated_counts(domains, cube_weights, 3)
-    mapping = rollup_groups(counts, 3, dcs)
+    layout = plan_layout(segments_from_counts(counts, cube_weights, 3), dcs, rows=N)
     t0 = time.perf_counter()
-    groups = group_rows(cube_index, names, mapping)
+    groups = layout.groups(cube_index, names, weights)
     blocks = block_summaries(groups, cube_index, weights)
     t_group = time.perf_counter() - t0
 

@@ -1,0 +1,183 @@
+"""Estimated counts (spec §5.7) and the file layout: weight bands, then runs of cubes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from qbeast_connect.exceptions import InvalidOptionError, QbeastError
+from qbeast_connect.index.assignment import CubeAssigner
+from qbeast_connect.index.cubes import cube_sort_key
+from qbeast_connect.index.estimation import DomainEstimator
+from qbeast_connect.index.layout import (
+    FileLayout,
+    band_edges,
+    estimated_counts,
+    plan_layout,
+    segments_from_blocks,
+    segments_from_counts,
+)
+from qbeast_connect.model.block import Block
+from qbeast_connect.model.cube_id import CubeId
+from qbeast_connect.model.estimation_math import weights_from_domains
+from qbeast_connect.model.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+
+
+def test_worked_example_counts() -> None:
+    domains = {"": 100.0, "A": 40 / 0.7, "Q": 30 / 0.7, "AA": 10 / 0.3}
+    weights = {"": -858993459, "A": 1401515643, "Q": MAX_WEIGHT, "AA": MAX_WEIGHT}
+    assert estimated_counts(domains, weights, 2) == {"": 30, "A": 30, "Q": 29, "AA": 5}
+
+
+def test_estimated_counts_missing_cubes() -> None:
+    # a cube absent from W counts up to MAX_WEIGHT; its parent bound is W[parent]
+    counts = estimated_counts({"": 10.0, "g": 8.0, "gA": 4.0}, {"": 0}, 2)
+    assert counts["g"] == int((1.0 - (2147483648.0 / 4294967295.0)) * 8.0)
+    assert counts["gA"] == 0  # parent g missing: both bounds MAX_WEIGHT
+    assert counts[""] == int((2147483648.0 / 4294967295.0) * 10.0)
+
+
+def test_band_edges() -> None:
+    assert band_edges(0, 100) == ()
+    assert band_edges(199, 100) == ()
+    assert band_edges(200, 100) == (weight_from_fraction(0.5),)
+    edges = band_edges(6_000_000, 10_000)  # log2(600) = 9.2
+    assert edges == tuple(weight_from_fraction(2.0**-k) for k in range(9, 0, -1))
+    assert len(band_edges(1e300, 1)) == 30
+    with pytest.raises(InvalidOptionError, match="positive"):
+        band_edges(10, 0)
+
+
+def test_plan_splits_a_cube_across_bands_and_cuts_runs() -> None:
+    # root with weights in [0, 1/8]: 800 rows; 4 leaves with weights in (1/8, 1]: 1,000 each
+    w8 = weight_from_fraction(1 / 8)
+    segments = [("", MIN_WEIGHT, w8, 800.0)] + [
+        (c, w8, MAX_WEIGHT, 1000.0) for c in ("A", "Q", "g", "w")
+    ]
+    layout = plan_layout(segments, 200)
+    # 4,800 rows / 200 -> K = 4: bands [0,1/16) [1/16,1/8) [1/8,1/4) [1/4,1/2) [1/2,1]
+    assert layout.edges == tuple(weight_from_fraction(2.0**-k) for k in (4, 3, 2, 1))
+    band0, band1, band2, band3, band4 = layout.runs
+    assert band0 == (("", 0),) and band1 == (("", 1),)  # 400 root rows each: one run
+    # (1/8,1/4): 4 x 1000/7 = 571 rows -> runs of >= 200 rows: A+Q, g+w
+    assert [c for c, _ in band2] == ["", "g"]
+    # (1/2, 1]: 4 x 571 rows: one run per leaf
+    assert [c for c, _ in band4] == ["", "Q", "g", "w"]
+    groups = [g for band in layout.runs for _, g in band]
+    assert groups == list(range(len(groups))) == list(range(layout.group_count))
+    assert band3  # every band has runs
+
+
+def test_small_tail_joins_previous_run() -> None:
+    segments = [(c, MIN_WEIGHT, MAX_WEIGHT, n) for c, n in (("A", 100.0), ("Q", 100.0), ("g", 30.0))]
+    layout = plan_layout(segments, 100, rows=100)  # one band
+    assert layout.runs == ((("", 0), ("Q", 1)),)  # g (30 < 50) rides with Q
+
+
+def test_empty_band_borrows_neighbour_groups() -> None:
+    # rows expected only above 1/2: the lower bands reuse the groups of the band below/above
+    layout = plan_layout([("", weight_from_fraction(0.6), MAX_WEIGHT, 1000.0)], 100, rows=1000)
+    assert len(layout.runs) == len(layout.edges) + 1 > 1
+    top = layout.runs[-1]
+    assert all(band == top for band in layout.runs)
+    assert layout.group_count == len(top)
+
+
+def test_groups_of_rows_follow_band_and_cube_order() -> None:
+    layout = FileLayout(
+        (weight_from_fraction(0.5),),
+        ((("", 0), ("Q", 1)), (("", 2), ("AQ", 3), ("g", 4))),
+    )
+    cubes = ["", "A", "AA", "AQ", "Ag", "Q", "gA", "w"]
+    low = weight_from_fraction(0.25)
+    high = weight_from_fraction(0.75)
+    idx = np.arange(len(cubes) * 2) % len(cubes)
+    weights = np.array([low] * len(cubes) + [high] * len(cubes))
+    got = layout.groups(idx, cubes, weights).tolist()
+    assert got[: len(cubes)] == [0, 0, 0, 0, 0, 1, 1, 1]
+    # unseen cubes (AA, Ag, gA, w) go to the run covering them in CubeId order
+    assert got[len(cubes):] == [2, 2, 2, 3, 3, 3, 4, 4]
+    assert layout.groups(np.array([], dtype=np.int64), [], np.array([])).tolist() == []
+
+
+def test_layout_json_round_trip_and_errors() -> None:
+    layout = plan_layout(
+        [("", MIN_WEIGHT, MAX_WEIGHT, 5000.0), ("A", 0, MAX_WEIGHT, 5000.0)], 1000
+    )
+    text = layout.to_json()
+    assert FileLayout.from_json_value(json.loads(text)) == layout
+    assert FileLayout.single().group_count == 1
+    with pytest.raises(InvalidOptionError, match="malformed file layout") as info:
+        FileLayout.from_json_value({"edges": [1]})
+    assert isinstance(info.value, QbeastError)
+    with pytest.raises(InvalidOptionError, match="increase"):
+        FileLayout((5, 1), ((("", 0),),) * 3)
+    with pytest.raises(InvalidOptionError, match="non-empty run list"):
+        FileLayout((5,), ((("", 0),), ()))
+    with pytest.raises(InvalidOptionError, match="CubeId order"):
+        FileLayout((), ((("Q", 0), ("A", 1)),))
+
+
+def test_segments_from_blocks_and_counts() -> None:
+    blocks = [Block("A", -5, MAX_WEIGHT, 7), Block("", MIN_WEIGHT, -5, 3)]
+    assert segments_from_blocks(blocks) == [
+        ("A", -5, MAX_WEIGHT, 7.0),
+        ("", MIN_WEIGHT, -5, 3.0),
+    ]
+    segs = segments_from_counts({"": 10, "A": 4, "AA": 1}, {"": -5}, 2)
+    assert segs == [
+        ("", MIN_WEIGHT, -5, 10.0),
+        ("A", -5, MAX_WEIGHT, 4.0),
+        ("AA", MAX_WEIGHT, MAX_WEIGHT, 1.0),
+    ]
+
+
+@pytest.mark.parametrize(("dims", "skew"), [(2, False), (3, True)])
+def test_layout_of_a_real_tree(dims: int, skew: bool) -> None:
+    """Estimate a tree for 200k rows, plan files, assign every row: files stay inside one
+    band, are CubeId runs within it, hold about ``limit`` rows, and a sample of fraction f
+    reads at most about 2 f of the rows."""
+    rng = np.random.default_rng(11)
+    n, limit = 200_000, 2_000
+    points = rng.random((n, dims))
+    if skew:
+        points = points**3  # dense near the origin
+    weights = rng.integers(MIN_WEIGHT, MAX_WEIGHT, n, endpoint=True).astype(np.int32)
+    estimator = DomainEstimator(dims, limit, 50_000)
+    estimator.add(points, weights)
+    domains = estimator.finish()
+    cube_weights = {
+        str(c): int(w)
+        for c, w in weights_from_domains(
+            {CubeId.from_string(k, dims): v for k, v in domains.items()}, limit
+        ).items()
+    }
+    counts = estimated_counts(domains, cube_weights, dims)
+    layout = plan_layout(segments_from_counts(counts, cube_weights, dims), limit, rows=n)
+    labels, inverse = CubeAssigner(dims, cube_weights).assign_labels(points, weights)
+    groups = layout.groups(inverse, labels, weights)
+    bands = layout.band_of(weights)
+
+    sizes = np.bincount(groups, minlength=layout.group_count)
+    assert sizes.sum() == n
+    assert 0.5 * n / limit <= layout.group_count <= 1.5 * n / limit
+    assert np.median(sizes[sizes > 0]) == pytest.approx(limit, rel=0.5)
+    for g in np.flatnonzero(sizes):
+        assert len(set(bands[groups == g].tolist())) == 1  # one band per file
+    # inside a band, groups follow CubeId order of the rows' cubes
+    keys = {i: cube_sort_key(c) for i, c in enumerate(labels)}
+    order = sorted(range(len(labels)), key=keys.__getitem__)
+    rank = np.empty(len(labels), dtype=np.int64)
+    rank[order] = np.arange(len(labels))
+    for band in np.unique(bands):
+        sel = bands == band
+        by_cube = np.argsort(rank[inverse[sel]], kind="stable")
+        assert np.all(np.diff(groups[sel][by_cube]) >= 0)
+    # sampling: files having a row below weight(f) hold at most ~2 f of the rows
+    for f in (0.01, 0.1, 0.5):
+        cut = weight_from_fraction(f)
+        read = np.unique(groups[weights < cut])
+        read_rows = sizes[read].sum()
+        assert (weights < cut).sum() <= read_rows <= 2.0 * f * n + 2 * limit, f
