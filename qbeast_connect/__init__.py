@@ -24,6 +24,7 @@ from qbeast_connect.exceptions import (
 from qbeast_connect.progress import set_progress
 from qbeast_connect.spark.operations import OptimizeResult
 from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
+from qbeast_connect.spark.quantiles import computeQuantilesForColumn
 from qbeast_connect.spark.session import session, stop
 from qbeast_connect.spark.write import DataFrameQbeastWriter, WriteResult, write, writer
 from qbeast_connect.table import QbeastTable, ScanExplanation
@@ -54,6 +55,7 @@ __all__ = [
     "UnsupportedProtocolError",
     "WriteResult",
     "__version__",
+    "computeQuantilesForColumn",
     "convertToQbeast",
     "session",
     "set_progress",

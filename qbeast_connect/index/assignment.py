@@ -17,7 +17,7 @@ an ``int64`` for any ``d <= 16`` and any depth. The cube finally chosen gets a *
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -53,9 +53,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FileLayout",
-    "estimated_counts",
     "Segment",
     "band_edges",
+    "estimated_counts",
     "plan_layout",
     "segments_from_blocks",
     "segments_from_counts",
@@ -81,7 +81,7 @@ def band_edges(rows: float, limit: int) -> tuple[int, ...]:
         raise InvalidOptionError(f"file row limit must be positive, got {limit}")
     if rows < 2 * limit:
         return ()
-    k = min(MAX_BANDS, int(math.floor(math.log2(rows / limit))))
+    k = min(MAX_BANDS, math.floor(math.log2(rows / limit)))
     return tuple(weight_from_fraction(2.0**-j) for j in range(k, 0, -1))
 
 

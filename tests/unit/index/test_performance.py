@@ -15,8 +15,8 @@ import pyarrow as pa
 from qbeast_connect.index.assignment import CubeAssigner, block_summaries
 from qbeast_connect.index.estimation import DomainEstimator, group_cube_size
 from qbeast_connect.index.hashing_np import spark_hash_columns
-from qbeast_connect.index.normalize import normalize
 from qbeast_connect.index.layout import estimated_counts, plan_layout, segments_from_counts
+from qbeast_connect.index.normalize import normalize
 from qbeast_connect.model.transformation import HashTransformation, LinearTransformation, QDataType
 from qbeast_connect.model.weight import weight_from_normalized
 
