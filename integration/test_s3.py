@@ -10,10 +10,6 @@ explanation reports.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +24,7 @@ pytest.importorskip("moto")
 import qbeast_connect as qc  # noqa: E402
 from qbeast_connect.model.weight import weight_from_fraction  # noqa: E402
 from qbeast_connect.spark.server import LocalConnectServer  # noqa: E402
+from tests.moto_server import moto_s3_server  # noqa: E402
 from tests.spark.helpers import row_digest, spark_digest  # noqa: E402
 
 ACCESS_KEY = "qbeast-it-key"
@@ -43,38 +40,10 @@ _AWS_VARS = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the moto S3 server did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
+    with moto_s3_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

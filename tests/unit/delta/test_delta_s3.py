@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -51,45 +50,18 @@ from server_plugin.delta.log_reader import (  # noqa: E402
 )
 from server_plugin.delta.s3_storage import S3Config, S3Storage, parse_s3_uri  # noqa: E402
 from server_plugin.delta.storage import storage_for  # noqa: E402
+from tests.moto_server import free_port as _free_port  # noqa: E402
+from tests.moto_server import moto_s3_server  # noqa: E402
 
 ACCESS_KEY = "qbeast-test-key"
 SECRET_KEY = "qbeast-test-secret"  # moto accepts any credentials
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """A moto S3 server on loopback for this module; its URL."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the moto S3 server did not start") from None
-                time.sleep(0.05)
+    with moto_s3_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture
