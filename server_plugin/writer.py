@@ -33,6 +33,9 @@ from server_plugin.messages import WriteTaskMessage, WrittenFile
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
 FLUSH_ROWS = 4_000_000
+#: Arrow bytes a write task buffers, at most, before it writes them out: wide rows flush
+#: earlier than ``FLUSH_ROWS`` so that a Python worker's memory does not grow with row width.
+FLUSH_BYTES = 1 << 30
 #: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
 
@@ -73,6 +76,7 @@ class _TaskBuffer:
         self.cubes: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
         self.rows = 0
+        self.bytes = 0
         self.written: list[WrittenFile] = []
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -92,7 +96,8 @@ class _TaskBuffer:
             self.cubes.append(local[inverse])
             self.weights.append(weights)
         self.rows += batch.num_rows
-        if self.rows >= FLUSH_ROWS:
+        self.bytes += batch.nbytes
+        if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
             self.flush()
 
     def _label_id(self, label: str) -> int:
@@ -109,42 +114,40 @@ class _TaskBuffer:
         if self.revision is None:
             self.written.append(self._write(table, None))
         else:
+            from qbeast_connect.index.assignment import block_summaries
+
             groups = np.concatenate(self.groups)
-            order = np.argsort(groups, kind="stable")
+            cubes = np.concatenate(self.cubes)
+            weights = np.concatenate(self.weights)
+            # (group, cube, min weight, rows), sorted by group: the blocks of every file
+            summaries = block_summaries(groups, cubes, weights)
+            # a stable sort of small integers is a radix sort in numpy: linear in the rows
+            key = groups.astype(np.int16) if int(groups.max()) < 2**15 else groups
+            order = np.argsort(key, kind="stable")
             table = table.take(pa.array(order))
-            groups = groups[order]
-            cubes = np.concatenate(self.cubes)[order]
-            weights = np.concatenate(self.weights)[order]
-            bounds = np.flatnonzero(np.diff(groups)) + 1
-            starts = np.concatenate(([0], bounds)).astype(np.int64)
-            ends = np.concatenate((bounds, [len(groups)])).astype(np.int64)
-            for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-                blocks = self._blocks(cubes[start:end], weights[start:end])
+            counts = np.bincount(groups, minlength=int(groups.max()) + 1)
+            start = 0
+            at = 0
+            for group in np.flatnonzero(counts).tolist():
+                end = start + int(counts[group])
+                blocks = []
+                while at < len(summaries) and summaries[at][0] == group:
+                    _, cube_index, low, count = summaries[at]
+                    label = self.labels[cube_index]
+                    blocks.append(
+                        Block(
+                            cube_id=label,
+                            min_weight=int(low),
+                            max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
+                            element_count=int(count),
+                        )
+                    )
+                    at += 1
                 self.written.append(self._write(table.slice(start, end - start), blocks))
+                start = end
         self.batches, self.groups, self.cubes, self.weights = [], [], [], []
         self.rows = 0
-
-    def _blocks(self, cubes: np.ndarray, weights: np.ndarray) -> list[Block]:
-        """One block per cube of a file: rows, min row weight, the cube's max weight."""
-        order = np.lexsort((weights, cubes))
-        cubes_sorted = cubes[order]
-        firsts = np.concatenate(([0], np.flatnonzero(np.diff(cubes_sorted)) + 1))
-        counts = np.diff(np.concatenate((firsts, [len(cubes_sorted)])))
-        mins = weights[order][firsts]
-        out = []
-        for cube_id, low, count in zip(
-            cubes_sorted[firsts].tolist(), mins.tolist(), counts.tolist(), strict=True
-        ):
-            label = self.labels[cube_id]
-            out.append(
-                Block(
-                    cube_id=label,
-                    min_weight=int(low),
-                    max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
-                    element_count=int(count),
-                )
-            )
-        return out
+        self.bytes = 0
 
     def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
