@@ -13,14 +13,15 @@ One :func:`write` call runs at most three Spark jobs and makes one Delta commit:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import random
 import time
 import uuid
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import (
@@ -78,6 +79,10 @@ class WriteResult:
         new_revision: whether this write created that revision.
         num_files: data files added.
         num_rows: rows written.
+        timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
+            table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
+            ``write`` (the job that writes the files and commits) and ``result`` (reading
+            the commit back). Phases a write did not need are absent.
     """
 
     path: str
@@ -88,6 +93,7 @@ class WriteResult:
     new_revision: bool = False
     num_files: int = 0
     num_rows: int = 0
+    timings: Mapping[str, float] = field(default_factory=dict)
 
 
 def write(
@@ -367,17 +373,31 @@ class _Writer:
             else ()
         )
         self.spark = df.sparkSession
+        self.timings: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
     # -- orchestration -----------------------------------------------------------------
 
     def run(self) -> WriteResult:
+        result = self._run()
+        return replace(result, timings=dict(self.timings))
+
+    def _run(self) -> WriteResult:
         schema: StructType = self.df.schema
         reserved = sorted(RESERVED_COLUMNS & {f.name for f in schema.fields})
         if reserved:
             raise InvalidOptionError(
                 f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
             )
-        state = load_table_state(self.spark, self.path)
+        with self._phase("snapshot"):
+            state = load_table_state(self.spark, self.path)
         if state.exists:
             if self.mode == "errorifexists":
                 raise TableAlreadyExistsError(
@@ -427,7 +447,8 @@ class _Writer:
             self.options.column_stats, {s.name: column_types.get(s.name, "") for s in specs}
         ) if self.options.column_stats else {}
         index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
-        total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
+        with self._phase("statistics"):
+            total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
         self.input_partitions = len(per_partition)
         now = int(time.time() * 1000)
         rng = random.Random()
@@ -453,7 +474,8 @@ class _Writer:
         existing = (
             qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
         )
-        weights, layout = self._estimate(revision, total, per_partition, existing)
+        with self._phase("estimation"):
+            weights, layout = self._estimate(revision, total, per_partition, existing)
         configuration = None
         if plan.is_new or not appending:
             configuration = self._configuration(state, plan.revision, plan.staging, appending)
@@ -706,9 +728,10 @@ class _Writer:
             )
             if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
                 df = group_by_file(df, revision, weights, layout)
-        with translate_errors():
+        with self._phase("write"), translate_errors():
             df.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
-        return self._result(txn_id, revision, new_revision, revision_id)
+        with self._phase("result"):
+            return self._result(txn_id, revision, new_revision, revision_id)
 
     def _result(
         self,
