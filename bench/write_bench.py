@@ -29,6 +29,33 @@ from bench.common import (
 COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
 
 
+def register_floor_source(spark: Any) -> str:
+    """Register a Python Data Source whose Arrow writer only receives the rows.
+
+    Writing through it measures the floor of any Python writer: Spark converting the rows
+    to Arrow and sending them to the Python workers, with no indexing and no file written.
+    The class is defined in this script (``__main__``), so it travels to the server by value.
+    """
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class ReceiveOnlyWriter(DataSourceArrowWriter):
+        def write(self, iterator: Any) -> WriterCommitMessage:
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+    class ReceiveOnlySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "qbeast_bench_receive_only"
+
+        def writer(self, schema: Any, overwrite: bool) -> ReceiveOnlyWriter:
+            return ReceiveOnlyWriter()
+
+    spark.dataSource.register(ReceiveOnlySource)
+    return ReceiveOnlySource.name()
+
+
 def server_peak_mb() -> float | None:
     """Peak RSS (VmHWM) of the embedded server JVM, if this process started one."""
     from qbeast_connect.spark.session import embedded_server
@@ -60,9 +87,16 @@ def main() -> None:
     spark = qc.session()
     df = spark.read.parquet(source)
     rows = df.count()
+    floor_format = register_floor_source(spark)
+    from pyspark.sql import functions as F
+
+    with_weight = df.select("*", F.hash(*COLUMNS.split(",")).alias("_w"))
     times: dict[str, list[float]] = {}
+    phases: dict[str, list[float]] = {}
     files: dict[str, int] = {}
     sizes: dict[str, int] = {}
+    # one untimed write first: the JVM's class loading and JIT warm-up count against neither
+    df.write.mode("overwrite").parquet(fresh_dir("warmup"))
     for _ in range(args.rounds):
         out = fresh_dir("parquet")
         with timed(times, "parquet"):
@@ -74,6 +108,10 @@ def main() -> None:
             result = qc.write(df, out, columnsToIndex=COLUMNS, cubeSize=args.cube_size)
         files["qbeast"] = result.num_files
         sizes["qbeast"] = dir_bytes(out)
+        for phase, seconds in result.timings.items():
+            phases.setdefault(phase, []).append(seconds)
+        with timed(times, "python_writer_floor"):
+            with_weight.write.format(floor_format).mode("append").save()
     table_path = out
     client_after_writes = peak_rss_mb()
 
@@ -119,6 +157,7 @@ def main() -> None:
         "sf": args.sf,
         "cube_size": args.cube_size,
         "times": times,
+        "write_phases": phases,
         "ratio_median": ratio,
         "files": files,
         "bytes": sizes,
