@@ -33,9 +33,7 @@ from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame as SparkDataFrame
-    from pyspark.sql.connect.column import Column
-    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.connect.session import SparkSession
     from pyspark.sql.types import StructType
 
@@ -483,7 +481,7 @@ class QbeastTable:
 
         return reader_for(self._spark, self._path)
 
-    def _read_files(self, paths: Sequence[str]) -> SparkDataFrame:
+    def _read_files(self, paths: Sequence[str]) -> DataFrame:
         """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
         files = [self._absolute(p) for p in paths]
         if self._reader() == "spark-parquet":

@@ -31,7 +31,7 @@ from qbeast_connect.model.weight import MAX_WEIGHT, fraction_from_weight
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from pyspark.sql.connect.column import Column
+    from pyspark.sql import Column
 
     from qbeast_connect.planning.predicate import Predicate
 

@@ -32,7 +32,7 @@ def _require(options: Mapping[str, str], key: str) -> str:
     return value
 
 
-class _SnapshotReader(DataSourceReader):  # type: ignore[misc]
+class _SnapshotReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
         self.options = options
@@ -60,7 +60,7 @@ class _SnapshotReader(DataSourceReader):  # type: ignore[misc]
             raise InvalidOptionError(f"unknown 'what' option {what!r}: use snapshot or history")
 
 
-class QbeastSnapshotSource(DataSource):  # type: ignore[misc]
+class QbeastSnapshotSource(DataSource):
     """Reads a table's log state as ``(kind, payload)`` rows (plugin-internal format)."""
 
     @classmethod
@@ -74,7 +74,7 @@ class QbeastSnapshotSource(DataSource):  # type: ignore[misc]
         return _SnapshotReader(self.options)
 
 
-class _CommandReader(DataSourceReader):  # type: ignore[misc]
+class _CommandReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.options = options
 
@@ -84,7 +84,7 @@ class _CommandReader(DataSourceReader):  # type: ignore[misc]
         yield from run_command(json.loads(_require(self.options, "command")))
 
 
-class QbeastCommandSource(DataSource):  # type: ignore[misc]
+class QbeastCommandSource(DataSource):
     """Runs one table command (convert, vacuum) in the server (plugin-internal format)."""
 
     @classmethod
@@ -98,7 +98,7 @@ class QbeastCommandSource(DataSource):  # type: ignore[misc]
         return _CommandReader(self.options)
 
 
-class _IndexWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class _IndexWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.options = options
 
@@ -124,7 +124,7 @@ class _IndexWriter(DataSourceArrowWriter):  # type: ignore[misc]
         abort_write(plan, messages)
 
 
-class QbeastWriteSource(DataSource):  # type: ignore[misc]
+class QbeastWriteSource(DataSource):
     """Writes rows planned by the client into a qbeast table (plugin-internal format)."""
 
     @classmethod

@@ -29,7 +29,7 @@ class WrittenFile:
 
 
 @dataclass(frozen=True)
-class WriteTaskMessage(WriterCommitMessage):  # type: ignore[misc]
+class WriteTaskMessage(WriterCommitMessage):
     """What one write task reports: the files it wrote (possibly none)."""
 
     files: tuple[WrittenFile, ...]

@@ -259,7 +259,7 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-class QbeastScanReader(DataSourceReader):  # type: ignore[misc]
+class QbeastScanReader(DataSourceReader):
     """Reads the files of a qbeast (or plain Delta) table that the filters cannot rule out.
 
     The reader is pickled to the executors before :meth:`partitions` runs, so it only keeps
@@ -615,7 +615,7 @@ def _space_text(transformation: Any) -> str:
     return type(transformation).__name__
 
 
-class QbeastFormatWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class QbeastFormatWriter(DataSourceArrowWriter):
     """Tasks index and write their rows; the driver makes one Delta commit."""
 
     def __init__(self, plan_json: str, skip: bool) -> None:
@@ -656,7 +656,7 @@ class QbeastFormatWriter(DataSourceArrowWriter):  # type: ignore[misc]
 # --------------------------------------------------------------------------------------
 
 
-class QbeastDataSource(DataSource):  # type: ignore[misc]
+class QbeastDataSource(DataSource):
     """``format("qbeast")``: read and write qbeast tables from any Spark Connect client.
 
     Example:

@@ -102,7 +102,7 @@ def _conform(
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-class _FilesReader(DataSourceReader):  # type: ignore[misc]
+class _FilesReader(DataSourceReader):
     """Reads listed files of one table through the plugin's storage (small, picklable)."""
 
     def __init__(self, root: str, files: list[Any], schema: StructType) -> None:
@@ -130,7 +130,7 @@ class _FilesReader(DataSourceReader):  # type: ignore[misc]
                     yield _conform(batch, target, partition_values)
 
 
-class QbeastFilesSource(DataSource):  # type: ignore[misc]
+class QbeastFilesSource(DataSource):
     """Reads given files of a table with the plugin's storage (plugin-internal format).
 
     Options: ``path`` (the table root) and ``files``: a JSON list of

@@ -127,7 +127,7 @@ class PartitionFile:
 
 
 @dataclass(frozen=True)
-class TimelineTaskMessage(WriterCommitMessage):  # type: ignore[misc]
+class TimelineTaskMessage(WriterCommitMessage):
     """What one write task reports: the files it wrote (possibly none)."""
 
     files: tuple[PartitionFile, ...]
@@ -453,7 +453,7 @@ def _plan(options: Mapping[str, str]) -> TimelineWritePlan:
     return TimelineWritePlan.from_json(text)
 
 
-class _TimelineWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class _TimelineWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str]) -> None:
         # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
         self.options = options
@@ -468,7 +468,7 @@ class _TimelineWriter(DataSourceArrowWriter):  # type: ignore[misc]
         abort_timeline_write(_plan(self.options), messages)
 
 
-class QbeastTimelineWriteSource(DataSource):  # type: ignore[misc]
+class QbeastTimelineWriteSource(DataSource):
     """Writes time-partitioned tables and their timelines (plugin-internal format)."""
 
     @classmethod

@@ -161,7 +161,8 @@ class FileLayout:
         idx = np.asarray(cube_index_per_row, dtype=np.int64)
         if idx.size == 0:
             return np.zeros(0, dtype=np.int32)
-        return table[idx, self.band_of(weights)]
+        groups: np.ndarray = table[idx, self.band_of(weights)]
+        return groups
 
     def to_json_value(self) -> dict[str, Any]:
         return {"edges": list(self.edges), "runs": [[list(r) for r in band] for band in self.runs]}

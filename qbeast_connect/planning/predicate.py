@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 from qbeast_connect.exceptions import InvalidOptionError
 
 if TYPE_CHECKING:
-    from pyspark.sql.connect.column import Column
+    from pyspark.sql import Column
 
 __all__ = [
     "FALSE",
@@ -593,7 +593,7 @@ def to_column(p: Predicate) -> Column:
     where :func:`to_sql` cannot render the text.
     """
     from pyspark.sql.connect import functions as F
-    from pyspark.sql.connect.column import Column
+    from pyspark.sql.connect.column import Column as ConnectColumn
 
     def build(q: Predicate) -> Column:
         if isinstance(q, And | Or):
@@ -605,7 +605,7 @@ def to_column(p: Predicate) -> Column:
         if isinstance(q, Not):
             return ~build(q.child)
         if isinstance(q, Opaque) and q.expr is not None:
-            return Column(q.expr)
+            return ConnectColumn(q.expr)
         return F.expr(to_sql(q))
 
     return build(p)

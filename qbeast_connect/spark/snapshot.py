@@ -13,7 +13,8 @@ from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.session import SNAPSHOT_FORMAT
 
 if TYPE_CHECKING:
-    from pyspark.sql.connect.session import SparkSession
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSparkSession
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class TableState:
 
 
 def load_table_state(
-    spark: SparkSession,
+    spark: SparkSession | ConnectSparkSession,
     path: str,
     *,
     version: int | None = None,
@@ -97,7 +98,9 @@ def load_table_state(
     )
 
 
-def load_history(spark: SparkSession, path: str, limit: int | None = None) -> list[dict[str, Any]]:
+def load_history(
+    spark: SparkSession | ConnectSparkSession, path: str, limit: int | None = None
+) -> list[dict[str, Any]]:
     """Return the table's commitInfo entries (with ``version``), newest first."""
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path).option("what", "history")
     if limit is not None:

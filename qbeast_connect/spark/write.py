@@ -58,7 +58,7 @@ from qbeast_connect.spark.snapshot import TableState, load_history, load_table_s
 from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
 
 if TYPE_CHECKING:
-    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType, StructType
 
 REVISION_PREFIX = "qbeast.revision."
