@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_dir, lineitem, machine
+from bench.common import fresh_dir, lineitem, machine, warm_up
 
 
 def main() -> None:
@@ -27,7 +27,9 @@ def main() -> None:
 
     spark = qc.session()
     points = []
-    for sf in [float(x) for x in args.sizes.split(",")]:
+    sizes = [float(x) for x in args.sizes.split(",")]
+    warm_up(spark.read.parquet(lineitem(sizes[0])), "l_shipdate,l_extendedprice,l_partkey")
+    for sf in sizes:
         df = spark.read.parquet(lineitem(sf))
         rows = df.count()
         start = time.perf_counter()

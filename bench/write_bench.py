@@ -24,6 +24,7 @@ from bench.common import (
     median,
     peak_rss_mb,
     timed,
+    warm_up,
 )
 
 COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
@@ -95,8 +96,7 @@ def main() -> None:
     phases: dict[str, list[float]] = {}
     files: dict[str, int] = {}
     sizes: dict[str, int] = {}
-    # one untimed write first: the JVM's class loading and JIT warm-up count against neither
-    df.write.mode("overwrite").parquet(fresh_dir("warmup"))
+    warm_up(df, COLUMNS)
     for _ in range(args.rounds):
         out = fresh_dir("parquet")
         with timed(times, "parquet"):
