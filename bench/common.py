@@ -64,7 +64,9 @@ def warm_up(df: Any, columns: str) -> None:
     import qbeast_connect as qc
 
     df.write.mode("overwrite").parquet(fresh_dir("warmup_parquet"))
-    qc.write(df.limit(50_000), fresh_dir("warmup_qbeast"), columnsToIndex=columns, cubeSize=5_000)
+    # a sample keeps the input's partitions, so every task slot's Python worker warms up
+    sample = df.sample(fraction=0.01, seed=1)
+    qc.write(sample, fresh_dir("warmup_qbeast"), columnsToIndex=columns, cubeSize=5_000)
 
 
 def fresh_dir(name: str) -> str:

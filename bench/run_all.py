@@ -666,7 +666,7 @@ def main() -> None:
     results["write_small"] = run(
         "write_small",
         reuse=args.reuse,
-        args=["write_bench.py", "--sf", "0.1", "--rounds", "2", "--cube-size", "50000"],
+        args=["write_bench.py", "--sf", "0.1", "--rounds", "3", "--cube-size", "50000"],
     )
     results["write_big"] = run(
         "write_big",
