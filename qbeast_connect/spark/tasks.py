@@ -6,8 +6,10 @@ small summaries; they never touch storage.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -64,28 +66,34 @@ def estimate_domains(
 GROUP_COLUMN = "_qbeastGroup"
 
 
-def assign_groups(params_json: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Append the file group of every row (``_qbeastGroup``), for a shuffle by group.
-
-    Args:
-        params_json: JSON with ``revision``, ``cubeWeights`` (cube -> max weight) and
-            ``layout`` (:class:`~qbeast_connect.index.layout.FileLayout` JSON value).
-        batches: all columns plus the weight column.
-    """
+@functools.lru_cache(maxsize=4)
+def _group_assigner(params_json: str) -> tuple[Revision, Any, Any]:
+    """The revision, cube assigner and file layout of a consolidating write (parsed once per
+    Python worker, not once per batch)."""
     from qbeast_connect.index.assignment import CubeAssigner
     from qbeast_connect.index.layout import FileLayout
-    from qbeast_connect.index.normalize import normalize
 
     params = json.loads(params_json)
     revision = Revision.from_json(params["revision"])
     assigner = CubeAssigner(revision.dimension_count, params["cubeWeights"])
-    layout = FileLayout.from_json_value(params["layout"])
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        columns = [batch.column(name) for name in revision.column_names]
-        points = normalize(revision.transformations, columns)
-        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
-        labels, inverse = assigner.assign_labels(points, weights)
-        group = layout.groups(inverse, labels, weights)
-        yield batch.append_column(GROUP_COLUMN, pa.array(group, type=pa.int32()))
+    return revision, assigner, FileLayout.from_json_value(params["layout"])
+
+
+def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.Array:
+    """File group of every row, from its weight and its indexed columns (an Arrow UDF body).
+
+    Args:
+        params_json: JSON with ``revision``, ``cubeWeights`` (cube -> max weight) and
+            ``layout`` (:class:`~qbeast_connect.index.layout.FileLayout` JSON value).
+        weight: the row weights.
+        columns: the indexed columns, in the revision's order.
+    """
+    from qbeast_connect.index.normalize import normalize
+
+    revision, assigner, layout = _group_assigner(params_json)
+    if len(weight) == 0:
+        return pa.array([], type=pa.int32())
+    points = normalize(revision.transformations, list(columns))
+    weights = weight.to_numpy(zero_copy_only=False)
+    labels, inverse = assigner.assign_labels(points, weights)
+    return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())

@@ -258,12 +258,11 @@ def group_by_file(
 ) -> DataFrame:
     """Repartition rows (with their weight column) so that each file group is in one task.
 
-    A ``mapInArrow`` pass assigns every row its file group, one shuffle brings each group
-    to one partition, and the helper column is dropped; the writer then writes one file per
-    group.
+    An Arrow UDF computes every row's file group from its weight and indexed columns (only
+    those columns travel to Python), one shuffle brings each group to one partition, and the
+    helper column is dropped; the writer then writes one file per group.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType
 
     from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
 
@@ -274,9 +273,15 @@ def group_by_file(
             "layout": layout.to_json_value(),
         }
     )
-    schema = df.schema.add(GROUP_COLUMN, IntegerType())
+    with warnings.catch_warnings():
+        # the UDF type is given explicitly: the body's signature has no per-argument hints
+        warnings.simplefilter("ignore", UserWarning)
+        group = F.arrow_udf(
+            functools.partial(assign_groups, params), "int", F.ArrowUDFType.SCALAR
+        )
+    columns = [F.col(WEIGHT_COLUMN), *[F.col(_quote(n)) for n in revision.column_names]]
     return (
-        df.mapInArrow(functools.partial(assign_groups, params), schema)
+        df.withColumn(GROUP_COLUMN, group(*columns))
         .repartition(max(1, layout.group_count), F.col(GROUP_COLUMN))
         .drop(GROUP_COLUMN)
     )
