@@ -263,6 +263,7 @@ def group_by_file(
     helper column is dropped; the writer then writes one file per group.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
     from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
 
@@ -276,9 +277,7 @@ def group_by_file(
     with warnings.catch_warnings():
         # the UDF type is given explicitly: the body's signature has no per-argument hints
         warnings.simplefilter("ignore", UserWarning)
-        group = F.arrow_udf(
-            functools.partial(assign_groups, params), "int", F.ArrowUDFType.SCALAR
-        )
+        group = arrow_udf(functools.partial(assign_groups, params), "int", ArrowUDFType.SCALAR)
     columns = [F.col(WEIGHT_COLUMN), *[F.col(_quote(n)) for n in revision.column_names]]
     return (
         df.withColumn(GROUP_COLUMN, group(*columns))
