@@ -35,7 +35,7 @@ from server_plugin.messages import WriteTaskMessage, WrittenFile
 FLUSH_ROWS = 4_000_000
 #: Arrow bytes a write task buffers, at most, before it writes them out: wide rows flush
 #: earlier than ``FLUSH_ROWS`` so that a Python worker's memory does not grow with row width.
-FLUSH_BYTES = 1 << 30
+FLUSH_BYTES = 512 << 20
 #: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
 

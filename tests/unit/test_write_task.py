@@ -76,7 +76,7 @@ def _plan(table: pa.Table, path: str, cube_size: int) -> WritePlan:
     )
 
 
-@pytest.mark.parametrize("flush_bytes", [1 << 30, 40_000])
+@pytest.mark.parametrize("flush_bytes", [writer.FLUSH_BYTES, 40_000])
 def test_write_task_files_hold_their_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flush_bytes: int
 ) -> None:
