@@ -496,7 +496,7 @@ def render(
     for name in sorted(k for k in results if k.startswith("write_")):
         w = results[name]
         t = w["times"]
-        med = {k: sorted(v)[len(v) // 2] for k, v in t.items()}
+        med = {k: median(v) for k, v in t.items()}
         lines += [
             f"## Write: TPC-H lineitem sf={w['sf']:g} ({w['rows']:,} rows), indexed on "
             "l_shipdate, l_extendedprice, l_partkey",
@@ -569,7 +569,7 @@ def render(
             "",
         ]
         if w.get("write_phases"):
-            phase_med = {k: sorted(v)[len(v) // 2] for k, v in w["write_phases"].items()}
+            phase_med = {k: median(v) for k, v in w["write_phases"].items()}
             lines += [
                 "Phases of the indexed write (`WriteResult.timings`, medians): "
                 + ", ".join(f"{k} {v:.1f} s" for k, v in phase_med.items())
