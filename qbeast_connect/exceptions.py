@@ -25,11 +25,13 @@ __all__ = [
     "QbeastError",
     "RevisionConflictError",
     "SchemaMismatchError",
+    "ServerUnavailableError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UncoverableRangeError",
     "UnsafePathError",
+    "UnsupportedInputError",
     "UnsupportedProtocolError",
     "error_class_for_code",
     "error_from_text",
@@ -143,6 +145,18 @@ class UnsafePathError(QbeastError, ValueError):
     """A path escapes the table location or uses a scheme that is not allowed."""
 
     code = "QBEAST_UNSAFE_PATH"
+
+
+class ServerUnavailableError(QbeastError, ConnectionError):
+    """The Spark Connect server could not be reached, or went away during an operation."""
+
+    code = "QBEAST_SERVER_UNAVAILABLE"
+
+
+class UnsupportedInputError(QbeastError, ValueError):
+    """The input (a value, a column name, a predicate) is valid Spark but cannot be handled."""
+
+    code = "QBEAST_UNSUPPORTED_INPUT"
 
 
 def _all_subclasses(cls: type[QbeastError]) -> list[type[QbeastError]]:
