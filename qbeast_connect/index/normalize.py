@@ -24,8 +24,8 @@ Nulls take the coordinate the scalar ``transform(None)`` gives (the transformati
 null value), computed once per column.
 
 Exactness notes: hashing texts follow Java ``toString`` (integers via Arrow's decimal cast,
-doubles and floats through ``java_double_to_string`` / ``java_float_to_string`` once per
-distinct bit pattern, decimals through ``java_decimal_to_string``); the quantile searches
+doubles and floats as JDK 17 prints them (``index/java_text_np.py``), once per distinct bit
+pattern, decimals through ``java_decimal_to_string``); the quantile searches
 reproduce Scala's ``Searching.search`` bisection exactly, with ``java.lang.Double.compare``
 order for numbers (``-0.0 < 0.0``; a NaN value sorts last and maps to 1.0) and UTF-16
 code-unit order for strings. A NaN *coordinate* (e.g. a NaN double in a linear column)
@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.index.hashing_np import scala_bytes_hash_array
+from qbeast_connect.index.java_text_np import java_double_texts, java_float_texts
 
 __all__ = ["column_values_as_float64", "normalize", "scala_search"]
 
@@ -254,30 +255,17 @@ def _hash_texts(arr: pa.Array, name: str) -> pa.Array:
     from qbeast_connect.model import hashing as _h
 
     if pa.types.is_floating(t):
+        # Java 17 Double.toString / Float.toString, once per distinct bit pattern
         if pa.types.is_float64(t):
-            fmt = _h.java_double_to_string
             bits = np.asarray(arr.fill_null(0.0), dtype=np.float64).view(np.int64)
+            ubits, inverse = np.unique(bits, return_inverse=True)
+            text_list = java_double_texts(ubits.view(np.float64))
         elif pa.types.is_float32(t):
-            fmt = _h.java_float_to_string
-            bits = np.asarray(arr.fill_null(0.0), dtype=np.float32).view(np.int32).astype(np.int64)
+            bits32 = np.asarray(arr.fill_null(0.0), dtype=np.float32).view(np.int32)
+            ubits, inverse = np.unique(bits32, return_inverse=True)
+            text_list = java_float_texts(ubits.view(np.float32))
         else:
             raise InvalidOptionError(f"{name}: cannot hash values of type {t}")
-        ubits, inverse = np.unique(bits, return_inverse=True)
-        if pa.types.is_float64(t):
-            uvals = ubits.view(np.float64)
-        else:
-            uvals = ubits.astype(np.int32).view(np.float32).astype(np.float64)
-        if pa.types.is_float64(t):
-            # Java plain notation (1e-3 <= |x| < 1e7) with shortest digits is exactly Python's
-            # repr there; other magnitudes go through the full Java formatting.
-            mag = np.abs(uvals)
-            plain = (mag >= 1e-3) & (mag < 1e7)
-            text_list = [
-                repr(v) if p else fmt(v)
-                for v, p in zip(uvals.tolist(), plain.tolist(), strict=True)
-            ]
-        else:
-            text_list = [fmt(v) for v in uvals.tolist()]
         utexts = pa.array(text_list, type=pa.string())
         texts = utexts.take(pa.array(inverse.ravel()))
         valid = _valid_mask(arr)

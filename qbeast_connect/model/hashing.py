@@ -24,9 +24,9 @@ import re
 import struct
 from collections.abc import Sequence
 from decimal import Decimal
-from fractions import Fraction
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.model.jdk17_format import jdk17_double_to_string, jdk17_float_to_string
 
 __all__ = [
     "Float32",
@@ -466,71 +466,14 @@ class JavaRandom:
 # ---------------------------------------------------------------------------------------------
 
 
-def _format_java(negative: bool, digits: str, exp10: int) -> str:
-    """Format ``0.d1d2… * 10**(exp10 + 1)`` (i.e. ``d1.d2… * 10**exp10``) the Java way."""
-    sign = "-" if negative else ""
-    if -3 <= exp10 < 7:
-        if exp10 >= 0:
-            int_part = digits[: exp10 + 1].ljust(exp10 + 1, "0")
-            frac_part = digits[exp10 + 1 :] or "0"
-        else:
-            int_part = "0"
-            frac_part = "0" * (-exp10 - 1) + digits
-        return f"{sign}{int_part}.{frac_part}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp10}"
-
-
-def _decimal_exponent(v: Fraction) -> int:
-    """Return ``e`` with ``10**e <= v < 10**(e+1)`` for a positive exact value."""
-    e = math.floor(math.log10(float(v))) if float(v) > 0 else -400
-    while Fraction(10) ** e > v:
-        e -= 1
-    while Fraction(10) ** (e + 1) <= v:
-        e += 1
-    return e
-
-
-def _shortest_digits_exact(
-    v: Fraction, low: Fraction, high: Fraction, even: bool, max_digits: int
-) -> tuple[str, int]:
-    """Java (JDK 19+) shortest decimal for ``v`` whose rounding interval is ``(low, high)``.
-
-    The interval bounds are included when ``even`` (round-half-even on the binary side).
-    Among the shortest decimals the closest one wins; when the shortest has one digit, the
-    decimals of length 1 or 2 compete (the ``Double.toString`` javadoc rule).
-    """
-
-    def inside(c: Fraction) -> bool:
-        return low < c < high or (even and c in (low, high))
-
-    e = _decimal_exponent(v)
-    found: list[tuple[Fraction, int, int, int]] = []  # (distance, parity, n, last exponent)
-    for p in range(1, max_digits + 2):
-        last = e - p + 1  # decimal exponent of the last digit
-        scale = Fraction(10) ** last
-        n0 = round(v / scale)
-        for n in (n0 - 1, n0, n0 + 1):
-            if n <= 0:
-                continue
-            c = n * scale
-            if inside(c):
-                found.append((abs(c - v), n % 2, n, last))
-        if found and p >= 2:
-            break  # when length 1 already fits, length-2 decimals still compete
-    if not found:  # unreachable for finite values
-        raise AssertionError("no decimal in the rounding interval")
-    _, _, n, last = min(found, key=lambda t: (t[0], t[1]))
-    digits = str(n).rstrip("0") or "0"
-    exp10 = last + len(str(n)) - 1
-    return digits, exp10
-
-
 def java_double_to_string(x: float) -> str:
-    """Render a double like Java ``Double.toString`` (JDK 19+, shortest digits; spec §3.3).
+    """Render a double like Java 17 ``Double.toString`` (spec §3.3).
 
-    Plain notation with at least one fractional digit when ``1e-3 <= |x| < 1e7``, otherwise
-    ``d.dddE±n`` without a ``+`` sign: ``1.0``, ``0.001``, ``1.0E7``, ``1.0E-4``, ``-0.0``,
-    ``NaN``, ``Infinity``.
+    The reference runs on JDK 17, whose digits are not always the shortest ones (see
+    :mod:`qbeast_connect.model.jdk17_format`). Plain notation with at least one fractional
+    digit when ``1e-3 <= |x| < 1e7``, otherwise ``d.dddE±n`` without a ``+`` sign: ``1.0``,
+    ``0.001``, ``1.0E7``, ``1.0E-4``, ``-0.0``, ``NaN``, ``Infinity``,
+    ``1.9999999999999998E23`` (``2e23``), ``4.9E-324``.
 
     Args:
         x: Any double.
@@ -538,38 +481,14 @@ def java_double_to_string(x: float) -> str:
     Returns:
         The Java text.
     """
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "-Infinity" if x < 0 else "Infinity"
-    if x == 0.0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    negative = x < 0
-    ax = -x if negative else x
-    if ax < 2.2250738585072014e-308:  # subnormal: the 1-or-2-digit rule can matter
-        v = Fraction(ax)
-        lo = (v + Fraction(math.nextafter(ax, 0.0))) / 2
-        hi = (v + Fraction(math.nextafter(ax, math.inf))) / 2
-        bits = struct.unpack("<q", struct.pack("<d", ax))[0]
-        digits, exp10 = _shortest_digits_exact(v, lo, hi, bits % 2 == 0, 17)
-        return _format_java(negative, digits, exp10)
-    r = repr(float(ax))
-    mantissa, _, exp_text = r.partition("e")
-    exponent = int(exp_text) if exp_text else 0
-    int_part, _, frac_part = mantissa.partition(".")
-    all_digits = (int_part + frac_part).lstrip("0")
-    leading_zeros = len(int_part + frac_part) - len((int_part + frac_part).lstrip("0"))
-    # value = 0.<int_part><frac_part> * 10**(len(int_part) + exponent)
-    exp10 = len(int_part) + exponent - leading_zeros - 1
-    digits = all_digits.rstrip("0") or "0"
-    return _format_java(negative, digits, exp10)
+    return jdk17_double_to_string(x)
 
 
 def java_float_to_string(x: float) -> str:
-    """Render a float32 value like Java ``Float.toString`` (JDK 19+, shortest digits).
+    """Render a float32 value like Java 17 ``Float.toString``.
 
     ``x`` is first rounded to float32. Same layout rules as :func:`java_double_to_string`:
-    ``2.5``, ``1.0E10``, ``0.1``.
+    ``2.5``, ``1.0E10``, ``0.1``, ``3.2590491E15``.
 
     Args:
         x: A double; it is rounded to the nearest float32 first.
@@ -580,23 +499,7 @@ def java_float_to_string(x: float) -> str:
     if math.isnan(x):
         return "NaN"
     f = float(to_float32(x)) if not math.isinf(x) else x
-    if math.isinf(f):
-        return "-Infinity" if f < 0 else "Infinity"
-    if f == 0.0:
-        return "-0.0" if math.copysign(1.0, f) < 0 else "0.0"
-    negative = f < 0
-    af = -f if negative else f
-    bits = struct.unpack("<I", struct.pack("<f", af))[0]
-    v = Fraction(af)
-    prev = (
-        Fraction(struct.unpack("<f", struct.pack("<I", bits - 1))[0]) if bits > 0 else Fraction(0)
-    )
-    if bits + 1 >= 0x7F800000:  # next would be infinity: use a symmetric gap
-        nxt = v + (v - prev)
-    else:
-        nxt = Fraction(struct.unpack("<f", struct.pack("<I", bits + 1))[0])
-    digits, exp10 = _shortest_digits_exact(v, (v + prev) / 2, (v + nxt) / 2, bits % 2 == 0, 9)
-    return _format_java(negative, digits, exp10)
+    return jdk17_float_to_string(f)
 
 
 def java_decimal_to_string(d: Decimal, scale: int) -> str:
