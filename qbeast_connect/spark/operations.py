@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -111,8 +112,19 @@ def vacuum(
     enforceRetentionDuration: bool = True,  # noqa: N803
 ) -> list[str]:
     """Delete unreferenced files older than the retention; return their paths."""
-    if retentionHours < 0:
-        raise InvalidOptionError(f"retentionHours must be >= 0, got {retentionHours}")
+    if (
+        isinstance(retentionHours, bool)
+        or not isinstance(retentionHours, int | float)
+        or not math.isfinite(retentionHours)
+        or retentionHours < 0
+    ):
+        raise InvalidOptionError(
+            f"retentionHours must be a finite number of hours >= 0, got {retentionHours!r}; "
+            "e.g. vacuum(168) keeps one week of removed files"
+        )
+    for name, flag in (("dryRun", dryRun), ("enforceRetentionDuration", enforceRetentionDuration)):
+        if not isinstance(flag, bool):
+            raise InvalidOptionError(f"{name} must be True or False, got {flag!r}")
     result = run_command(
         table._spark,
         {
@@ -185,7 +197,10 @@ def _rewrite(
     table: QbeastTable, revision_id: int, paths: list[str], opts: Any
 ) -> OptimizeResult:
     """Re-assign the rows of ``paths`` with the revision's current cube max weights and
-    write them laid out by weight band and cube (one shuffle), in one commit."""
+    write them laid out by weight band and cube (one shuffle), in one commit.
+
+    Like qbeast-spark's, the commit is a Delta ``WRITE`` in mode ``Append`` whose file
+    actions all have ``dataChange: false`` (spec §1.6); there is no ``OPTIMIZE`` operation."""
     from pyspark.sql import functions as F
 
     from qbeast_connect.index.layout import plan_layout, segments_from_blocks
@@ -216,7 +231,6 @@ def _rewrite(
         layout=layout,
         txn_id=str(uuid.uuid4()),
         user_metadata=opts.user_metadata,
-        operation="OPTIMIZE",
         data_change=False,
         remove_paths=tuple(paths),
         hooks=opts.hooks,
@@ -272,7 +286,6 @@ def _index_staging(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeR
         parse_write_options(raw),
         remove_paths=tuple(paths),
         data_change=False,
-        operation="OPTIMIZE",
     ).run()
     return OptimizeResult(
         result.version, result.revision_id or 0, len(paths), result.num_files, result.num_rows

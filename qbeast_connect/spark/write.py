@@ -663,8 +663,8 @@ class _Writer:
         base[LAST_REVISION_KEY] = str(revision.revision_id)
         if self.options.columns_to_index is not None:
             base["columnsToIndex"] = self.options.columns_to_index
-        else:
-            base.setdefault("columnsToIndex", ",".join(revision.column_names))
+        else:  # qbeast-spark's default on append: the latest revision's column names
+            base["columnsToIndex"] = ",".join(revision.column_names)
         base["cubeSize"] = str(revision.desired_cube_size)
         base["tableFormat"] = "delta"
         base["columnStats"] = self.options.column_stats or ""
