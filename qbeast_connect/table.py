@@ -30,7 +30,12 @@ from qbeast_connect.planning.file_planner import (
     validate_fraction,
 )
 from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
-from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+from qbeast_connect.spark.snapshot import (
+    TableState,
+    check_version_argument,
+    load_history,
+    load_table_state,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -452,6 +457,8 @@ class QbeastTable:
         return self._at(versionAsOf)._explain(where, fraction)
 
     def _at(self, version: int | None) -> QbeastTable:
+        if version is not None:
+            version = check_version_argument(version)
         if version is None or version == self._state.version:
             return self
         return QbeastTable.forPath(self._spark, self._path, versionAsOf=version)

@@ -7,15 +7,18 @@ command as an option and collects the result rows ``(kind, payload)``.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast_connect.exceptions import (
     InvalidOptionError,
     NotAQbeastTableError,
+    QbeastError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -128,8 +131,7 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     schema = None
     adds = []
     for info in files:
-        with storage.open_input(info.name) as handle:
-            table = pq.read_table(handle)
+        table = _read_parquet(storage, info.name, path)
         if schema is None:
             schema = table.schema
         elif not table.schema.equals(schema, check_metadata=False):
@@ -168,6 +170,20 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     yield ("result", json.dumps({"version": new_version, "converted": True, "files": len(adds)}))
 
 
+def _read_parquet(storage: Storage, name: str, path: str) -> pa.Table:
+    """Read one file of a directory being converted; a file that is not parquet is refused."""
+    try:
+        with storage.open_input(name) as handle:
+            return pq.read_table(handle)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, QbeastError):
+            raise
+        raise InvalidOptionError(
+            f"cannot convert {path}: {name} is not a readable parquet file ({exc}); "
+            "remove or replace it, then convert again"
+        ) from None
+
+
 def _check_columns(columns: list[str], schema_string: str, path: str) -> None:
     names = {f["name"].lower() for f in json.loads(schema_string)["fields"]}
     missing = [c for c in columns if c.lower() not in names]
@@ -200,7 +216,13 @@ def vacuum(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     snapshot = read_snapshot(storage, version)
     if LAST_REVISION_KEY not in snapshot.metadata.configuration and command.get("qbeastOnly"):
         raise NotAQbeastTableError(f"the table at {path} has no qbeast metadata")
-    retention_ms = int(float(command["retentionHours"]) * 3_600_000)
+    retention_hours = float(command["retentionHours"])
+    if not math.isfinite(retention_hours) or retention_hours < 0:
+        raise InvalidOptionError(
+            f"retentionHours must be a finite number of hours >= 0, got "
+            f"{command['retentionHours']!r}; e.g. 168 keeps one week of removed files"
+        )
+    retention_ms = int(retention_hours * 3_600_000)
     table_retention = parse_interval_ms(
         snapshot.metadata.configuration.get(DELETED_FILE_RETENTION, "interval 1 week")
     )

@@ -32,6 +32,19 @@ def _require(options: Mapping[str, str], key: str) -> str:
     return value
 
 
+def _whole_number(text: str | None, key: str) -> int | None:
+    """An optional option holding a whole number >= 0 (a version or epoch milliseconds)."""
+    if text in (None, ""):
+        return None
+    value = str(text).strip()
+    if not value.isdigit():
+        raise InvalidOptionError(
+            f"option '{key}' must be a whole number >= 0, got {text!r}; "
+            "QbeastTable.history() lists the table's versions"
+        )
+    return int(value)
+
+
 class _SnapshotReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
@@ -53,8 +66,8 @@ class _SnapshotReader(DataSourceReader):
             timestamp = self.options.get("timestampAsOf")
             yield from snapshot_rows(
                 path,
-                version=int(version) if version not in (None, "") else None,
-                timestamp_ms=int(timestamp) if timestamp not in (None, "") else None,
+                version=_whole_number(version, "versionAsOf"),
+                timestamp_ms=_whole_number(timestamp, "timestampAsOf"),
             )
         else:
             raise InvalidOptionError(f"unknown 'what' option {what!r}: use snapshot or history")

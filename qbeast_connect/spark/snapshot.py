@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from qbeast_connect.exceptions import TableNotFoundError
+from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.session import SNAPSHOT_FORMAT
@@ -58,6 +59,26 @@ class TableState:
         return QbeastSnapshot.from_delta(self.configuration, self.adds, self.version)
 
 
+def check_version_argument(value: object, name: str = "versionAsOf") -> int:
+    """Return ``value`` as a table version, or raise :class:`InvalidOptionError`.
+
+    A version is a whole number >= 0 (an ``int`` or any integer type such as numpy's);
+    floats, bools and strings are refused rather than truncated.
+    """
+    if not isinstance(value, bool):
+        try:
+            version = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+        else:
+            if version >= 0:
+                return int(version)
+    raise InvalidOptionError(
+        f"{name} must be a table version, a whole number >= 0, got {value!r}; "
+        "QbeastTable.history() lists the versions"
+    )
+
+
 def load_table_state(
     spark: SparkSession | ConnectSparkSession,
     path: str,
@@ -70,6 +91,10 @@ def load_table_state(
     A missing table gives a state with ``version == -1`` unless a version or timestamp
     was asked for, in which case :class:`TableNotFoundError` is raised.
     """
+    if version is not None:
+        version = check_version_argument(version)
+    if timestamp_ms is not None:
+        timestamp_ms = check_version_argument(timestamp_ms, "timestampAsOf (epoch milliseconds)")
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path)
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
