@@ -14,8 +14,9 @@ significant digits (their ulp is at most 1/2), so no candidate either algorithm 
 sit on them: both stop at the same length and choose the same decimal. Three things remain,
 and each sends the value to the exact port:
 
-* integers (``|x| >= 1e7`` and below ``2**63`` the JDK rounds the exact integer to a digit
-  count fixed by the exponent; at ``2**63`` and above the end points can be short decimals);
+* integers above ``2**53`` (below ``2**63`` the JDK rounds the exact integer to a digit count
+  fixed by the exponent; from ``2**63`` the end points can be short decimals). Integers up
+  to ``2**53`` are printed exactly by both;
 * powers of two (the JDK uses the narrower lower gap on both sides);
 * a one-digit result printed in scientific form (the JDK forces a second digit:
   ``4.9E-324``), subnormals, and values whose digit loop runs in Java ``int``/``long``
@@ -62,6 +63,8 @@ def _repr_safe(x: np.ndarray) -> np.ndarray:
     normal = (biased != 0) & (biased != 0x7FF)
     with np.errstate(invalid="ignore"):
         integer = np.trunc(x) == x
+    # integers up to 2**53: the JDK prints the exact integer, and so does repr
+    exact_integer = normal & integer & (np.abs(x) <= 2.0**53)
     candidate = normal & ~integer & (mant != 0)
     # Which arithmetic the JDK's digit loop uses (BinaryToASCIIBuffer.dtoa): the bit
     # estimates Bbits and tenSbits of B and 10*S.
@@ -93,7 +96,7 @@ def _repr_safe(x: np.ndarray) -> np.ndarray:
     ints = (b_bits < 32) & (ten_s_bits < 32)
     # far enough from the overflow limit: 6 * 10*S stays below 2**31 (int) / 2**63 (long)
     risky = np.where(ints, ten_s_bits >= 29, small & (ten_s_bits >= 61))
-    safe: np.ndarray = candidate & ~risky
+    safe: np.ndarray = (candidate & ~risky) | exact_integer
     return safe
 
 
