@@ -87,7 +87,7 @@ def convert_to_qbeast(
     parse_columns_to_index(columnsToIndex)
     if isinstance(cubeSize, bool) or not isinstance(cubeSize, int) or cubeSize <= 0:
         raise InvalidOptionError(f"cubeSize must be a positive integer, got {cubeSize!r}")
-    if sourceFormat.lower() not in ("parquet", "delta"):
+    if not isinstance(sourceFormat, str) or sourceFormat.lower() not in ("parquet", "delta"):
         raise InvalidOptionError(
             f"sourceFormat must be 'parquet' or 'delta', got {sourceFormat!r}"
         )
@@ -146,8 +146,24 @@ def optimize(
     options: Mapping[str, str] | None = None,
 ) -> OptimizeResult:
     """Rewrite files according to the index (see :meth:`QbeastTable.optimize`)."""
-    if not 0.0 < fraction <= 1.0 or fraction != fraction:
-        raise InvalidOptionError(f"fraction must be in (0, 1], got {fraction}")
+    if (
+        isinstance(fraction, bool)
+        or not isinstance(fraction, int | float)
+        or not 0.0 < fraction <= 1.0  # also false for NaN
+    ):
+        raise InvalidOptionError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    if revisionID is not None and (isinstance(revisionID, bool) or not isinstance(revisionID, int)):
+        raise InvalidOptionError(
+            f"revisionID must be a revision id (an int, 0 for the staging area), got {revisionID!r}"
+        )
+    if options is not None and not isinstance(options, Mapping):
+        raise InvalidOptionError(
+            f"options must be a mapping such as {{'userMetadata': 'nightly'}}, got {options!r}"
+        )
+    if isinstance(files, str):
+        raise InvalidOptionError(
+            f"files must be a list of file paths, got the string {files!r}; wrap it in a list"
+        )
     opts = parse_write_options(dict(options or {}))
     snapshot = table.snapshot
     if files is not None:

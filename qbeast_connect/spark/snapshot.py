@@ -59,24 +59,29 @@ class TableState:
         return QbeastSnapshot.from_delta(self.configuration, self.adds, self.version)
 
 
-def check_version_argument(value: object, name: str = "versionAsOf") -> int:
-    """Return ``value`` as a table version, or raise :class:`InvalidOptionError`.
+def check_version_argument(
+    value: object,
+    name: str = "versionAsOf",
+    hint: str = "QbeastTable.history() lists the table's versions",
+    minimum: int = 0,
+) -> int:
+    """Return ``value`` as a whole number >= ``minimum`` (a table version by default).
 
-    A version is a whole number >= 0 (an ``int`` or any integer type such as numpy's);
-    floats, bools and strings are refused rather than truncated.
+    An ``int`` or any integer type such as numpy's is accepted; floats, bools and strings are
+    refused rather than truncated.
+
+    Raises:
+        InvalidOptionError: naming the argument, the value and ``hint``.
     """
     if not isinstance(value, bool):
         try:
-            version = operator.index(value)  # type: ignore[arg-type]
+            number = operator.index(value)  # type: ignore[arg-type]
         except TypeError:
             pass
         else:
-            if version >= 0:
-                return int(version)
-    raise InvalidOptionError(
-        f"{name} must be a table version, a whole number >= 0, got {value!r}; "
-        "QbeastTable.history() lists the versions"
-    )
+            if number >= minimum:
+                return int(number)
+    raise InvalidOptionError(f"{name} must be a whole number >= {minimum}, got {value!r}; {hint}")
 
 
 def load_table_state(
@@ -94,7 +99,7 @@ def load_table_state(
     if version is not None:
         version = check_version_argument(version)
     if timestamp_ms is not None:
-        timestamp_ms = check_version_argument(timestamp_ms, "timestampAsOf (epoch milliseconds)")
+        timestamp_ms = check_version_argument(timestamp_ms, "timestampAsOf", "epoch milliseconds")
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path)
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
@@ -127,6 +132,8 @@ def load_history(
     spark: SparkSession | ConnectSparkSession, path: str, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """Return the table's commitInfo entries (with ``version``), newest first."""
+    if limit is not None:
+        limit = check_version_argument(limit, "limit", "the number of commits to list", 1)
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path).option("what", "history")
     if limit is not None:
         reader = reader.option("limit", str(limit))

@@ -197,7 +197,7 @@ def test_read_version_as_of_fraction_is_a_project_error(spark: Any, table_path: 
     qc.write(spark.range(50, 60).selectExpr("id"), table_path, mode="append")
     table = qc.QbeastTable.forPath(spark, table_path)
     for bad in (1.5, 1.0, -1, True, "1"):
-        with pytest.raises(InvalidOptionError, match="versionAsOf must be a table version"):
+        with pytest.raises(InvalidOptionError, match="versionAsOf must be a whole number >= 0"):
             table.read(versionAsOf=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidOptionError, match="versionAsOf"):
         qc.QbeastTable.forPath(spark, table_path, versionAsOf=0.5)  # type: ignore[arg-type]
