@@ -38,10 +38,7 @@ def _whole_number(text: str | None, key: str) -> int | None:
         return None
     value = str(text).strip()
     if not value.isdigit():
-        raise InvalidOptionError(
-            f"option '{key}' must be a whole number >= 0, got {text!r}; "
-            "QbeastTable.history() lists the table's versions"
-        )
+        raise InvalidOptionError(f"option '{key}' must be a whole number >= 0, got {text!r}")
     return int(value)
 
 
@@ -59,8 +56,7 @@ class _SnapshotReader(DataSourceReader):
         path = _require(self.options, "path")
         what = self.options.get("what", "snapshot")
         if what == "history":
-            limit = self.options.get("limit")
-            yield from history_rows(path, int(limit) if limit else None)
+            yield from history_rows(path, _whole_number(self.options.get("limit"), "limit"))
         elif what == "snapshot":
             version = self.options.get("versionAsOf")
             timestamp = self.options.get("timestampAsOf")
