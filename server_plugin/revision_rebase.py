@@ -30,7 +30,6 @@ from collections.abc import Mapping, Sequence
 
 from qbeast_connect.exceptions import CommitConflictError, QbeastError
 from qbeast_connect.model.revision import Revision
-
 from server_plugin.delta.actions import Action, AddFile, FrozenMap, Metadata
 
 __all__ = [
@@ -159,12 +158,18 @@ def rebase_revisions(
     ours = next((a for a in actions if isinstance(a, Metadata)), None)
     ours_changed = {} if ours is None else _other_changes(before.configuration, ours.configuration)
     for key, value in _other_changes(before.configuration, winner.configuration).items():
-        if key not in INFORMATIONAL_KEYS and (key not in ours_changed or ours_changed[key] != value):
+        if key not in INFORMATIONAL_KEYS and (
+            key not in ours_changed or ours_changed[key] != value
+        ):
             raise conflict(f"it changed table property {key!r}")
     winner_revisions = _revisions(winner.configuration)
     if ours is None:
         missing = sorted(
-            {a.tags["revision"] for a in actions if isinstance(a, AddFile) and a.tags}
+            {
+                str(a.tags["revision"])
+                for a in actions
+                if isinstance(a, AddFile) and a.tags and a.tags.get("revision") is not None
+            }
             - {str(rid) for rid in winner_revisions}
             - {"0"}
         )
@@ -202,9 +207,13 @@ def rebase_revisions(
     for action in actions:
         if isinstance(action, Metadata):
             out.append(rebased_meta)
-        elif isinstance(action, AddFile) and action.tags and action.tags.get("revision") in tags_map:
+        elif isinstance(action, AddFile) and action.tags:
+            old_tag = action.tags.get("revision")
+            if old_tag is None or old_tag not in tags_map:
+                out.append(action)
+                continue
             tags = dict(action.tags)
-            tags["revision"] = tags_map[tags["revision"]]
+            tags["revision"] = tags_map[old_tag]
             out.append(dataclasses.replace(action, tags=FrozenMap(tags)))
         else:
             out.append(action)

@@ -96,8 +96,15 @@ def _run(plan: WritePlan, batch: pa.Table) -> int:
 def _create(path: str, ids: Sequence[int], lo: float, hi: float) -> None:
     batch = _batch(ids, lo, hi)
     planned = plan_revision(
-        None, (ColumnSpec("x"),), {"x": "double"}, {"x": ColumnStats(min=lo, max=hi)}, {},
-        None, path, 1_700_000_000_000, random.Random(0),
+        None,
+        (ColumnSpec("x"),),
+        {"x": "double"},
+        {"x": ColumnStats(min=lo, max=hi)},
+        {},
+        None,
+        path,
+        1_700_000_000_000,
+        random.Random(0),
     )
     assert planned.staging is not None
     config = {
@@ -107,19 +114,28 @@ def _create(path: str, ids: Sequence[int], lo: float, hi: float) -> None:
         "columnsToIndex": "x",
     }
     schema = arrow_schema_to_delta(batch.drop_columns([WEIGHT_COLUMN]).schema)
-    assert _run(_plan(path, -1, planned.revision, configuration=config,
-                      schema_string=schema), batch) == 0
+    assert (
+        _run(_plan(path, -1, planned.revision, configuration=config, schema_string=schema), batch)
+        == 0
+    )
 
 
 class _RevisionAppend:
     """An append planned against one snapshot whose data leaves the latest revision."""
 
-    def __init__(self, path: str, snap: DeltaSnapshot, ids: Sequence[int], lo: float,
-                 hi: float) -> None:
+    def __init__(
+        self, path: str, snap: DeltaSnapshot, ids: Sequence[int], lo: float, hi: float
+    ) -> None:
         self.batch = _batch(ids, lo, hi)
         planned = plan_revision(
-            _latest(snap), (ColumnSpec("x"),), {"x": "double"},
-            {"x": ColumnStats(min=lo, max=hi)}, {}, None, path, 1_700_000_000_000,
+            _latest(snap),
+            (ColumnSpec("x"),),
+            {"x": "double"},
+            {"x": ColumnStats(min=lo, max=hi)},
+            {},
+            None,
+            path,
+            1_700_000_000_000,
             random.Random(len(ids) + int(lo)),
         )
         assert planned.is_new
@@ -133,8 +149,9 @@ class _RevisionAppend:
         return _run(self.plan, self.batch)
 
 
-def _blind_append(path: str, snap: DeltaSnapshot, ids: Sequence[int], lo: float,
-                  hi: float) -> WritePlan:
+def _blind_append(
+    path: str, snap: DeltaSnapshot, ids: Sequence[int], lo: float, hi: float
+) -> WritePlan:
     return _plan(path, snap.version, _latest(snap))
 
 
@@ -170,14 +187,25 @@ def _filtered_ids(path: str, low: float, high: float) -> tuple[list[int], int, i
     """Ids the index-planned read of ``low <= x < high`` returns, files read, total files."""
     snap = read_snapshot(LocalStorage(path))
     adds = [
-        json.loads(json.dumps({"path": a.path, "size": a.size, "stats": a.stats,
-                               "tags": dict(a.tags or {}), "modificationTime": 0,
-                               "dataChange": True, "partitionValues": {}}))
+        json.loads(
+            json.dumps(
+                {
+                    "path": a.path,
+                    "size": a.size,
+                    "stats": a.stats,
+                    "tags": dict(a.tags or {}),
+                    "modificationTime": 0,
+                    "dataChange": True,
+                    "partitionValues": {},
+                }
+            )
+        )
         for a in snap.files.values()
     ]
     qsnap = QbeastSnapshot.from_delta(snap.metadata.configuration, adds, snap.version)
-    plan = plan_files(qsnap, from_sql(f"x >= {low} AND x < {high}"), None,
-                      file_stats=stats_by_path(adds))
+    plan = plan_files(
+        qsnap, from_sql(f"x >= {low} AND x < {high}"), None, file_stats=stats_by_path(adds)
+    )
     ids: list[int] = []
     for f in plan.files:
         data = pq.read_table(Path(path) / f.path)
@@ -229,9 +257,10 @@ def test_four_concurrent_revision_appends_all_commit(tmp_path: Path) -> None:
         + [10_000 * r + 1_000 * w + i for r in range(1, 4) for w in range(4) for i in range(rows)]
     )
     assert _ids(path) == expected  # deltalake: every row exactly once
-    assert hashlib.sha256(str(_ids(path)).encode()).hexdigest() == hashlib.sha256(
-        str(expected).encode()
-    ).hexdigest()
+    assert (
+        hashlib.sha256(str(_ids(path)).encode()).hexdigest()
+        == hashlib.sha256(str(expected).encode()).hexdigest()
+    )
     rebased = 0
     for v in range(1, workers * rounds + 1):
         info = json.loads((Path(path) / "_delta_log" / f"{v:020d}.json").read_text().split("\n")[0])
@@ -269,15 +298,18 @@ def test_blind_append_rebases_over_a_new_revision(tmp_path: Path) -> None:
 def test_disjoint_optimizes_both_commit(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _create(path, range(0, 20), 0.0, 100.0)
-    _run(_blind_append(path, read_snapshot(LocalStorage(path)), [], 0, 0),
-         _batch(range(20, 40), 0.0, 100.0))
+    _run(
+        _blind_append(path, read_snapshot(LocalStorage(path)), [], 0, 0),
+        _batch(range(20, 40), 0.0, 100.0),
+    )
     snap = read_snapshot(LocalStorage(path))
     first, second = sorted(snap.files)
     rev = _latest(snap)
 
     def optimize(file: str) -> WritePlan:
-        return _plan(path, snap.version, rev, remove_paths=(file,), data_change=False,
-                     operation="OPTIMIZE")
+        return _plan(
+            path, snap.version, rev, remove_paths=(file,), data_change=False, operation="OPTIMIZE"
+        )
 
     data = {p: _reweighted(pq.read_table(Path(path) / p)) for p in (first, second)}
     a, b = optimize(first), optimize(second)
@@ -295,8 +327,7 @@ def test_two_optimizes_of_the_same_files_still_conflict(tmp_path: Path) -> None:
     (only,) = snap.files
     data = _reweighted(pq.read_table(Path(path) / only))
     plans = [
-        _plan(path, 0, _latest(snap), remove_paths=(only,), data_change=False,
-              operation="OPTIMIZE")
+        _plan(path, 0, _latest(snap), remove_paths=(only,), data_change=False, operation="OPTIMIZE")
         for _ in range(2)
     ]
     assert _run(plans[0], data) == 1
@@ -310,8 +341,15 @@ def test_two_optimizes_of_the_same_files_still_conflict(tmp_path: Path) -> None:
 def _overwrite(path: str, snap: DeltaSnapshot, ids: Sequence[int]) -> tuple[WritePlan, pa.Table]:
     batch = _batch(ids, 0.0, 10.0)
     planned = plan_revision(
-        None, (ColumnSpec("x"),), {"x": "double"}, {"x": ColumnStats(min=0.0, max=10.0)}, {},
-        None, path, 1_700_000_000_001, random.Random(5),
+        None,
+        (ColumnSpec("x"),),
+        {"x": "double"},
+        {"x": ColumnStats(min=0.0, max=10.0)},
+        {},
+        None,
+        path,
+        1_700_000_000_001,
+        random.Random(5),
     )
     assert planned.staging is not None
     config = {
@@ -320,8 +358,14 @@ def _overwrite(path: str, snap: DeltaSnapshot, ids: Sequence[int]) -> tuple[Writ
         LAST: "1",
     }
     return (
-        _plan(path, snap.version, planned.revision, configuration=config, mode="overwrite",
-              schema_string=snap.metadata.schema_string),
+        _plan(
+            path,
+            snap.version,
+            planned.revision,
+            configuration=config,
+            mode="overwrite",
+            schema_string=snap.metadata.schema_string,
+        ),
         batch,
     )
 
@@ -365,15 +409,21 @@ def test_winner_changing_schema_or_properties_still_conflicts(tmp_path: Path) ->
         snap.metadata,
         configuration=FrozenMap({**snap.metadata.configuration, "delta.appendOnly": "true"}),
     )
-    commit(storage, [changed], TransactionReadSet(read_version=0), operation="SET TBLPROPERTIES",
-           operation_parameters={})
+    commit(
+        storage,
+        [changed],
+        TransactionReadSet(read_version=0),
+        operation="SET TBLPROPERTIES",
+        operation_parameters={},
+    )
     with pytest.raises(CommitConflictError, match="delta.appendOnly"):
         opening.run()
     from server_plugin.revision_rebase import rebase_revisions
 
     with pytest.raises(CommitConflictError, match="schema"):
         rebase_revisions(
-            [], snap.metadata,
+            [],
+            snap.metadata,
             dataclasses.replace(snap.metadata, schema_string=snap.metadata.schema_string + " "),
             "version 9 (WRITE)",
         )
