@@ -23,12 +23,14 @@ from tests.spark.helpers import (
     spark_digest,
 )
 
-STATS = json.dumps({"x_min": 0.0, "x_max": 100.0})
+STATS = json.dumps({"x_min": 0.0, "x_max": 100.0, "y_min": 0.0, "y_max": 100.0})
 
 
-def _rows(spark: Any, start: int, n: int, offset: float = 0.0) -> Any:
+def _rows(spark: Any, start: int, n: int, dx: float = 0.0, dy: float = 0.0) -> Any:
     return spark.range(start, start + n, numPartitions=2).selectExpr(
-        "id", f"cast(id % 50 as double) + {offset} as x", "cast(id % 7 as int) as y"
+        "id",
+        f"cast(id % 50 as double) + 25.0 + {dx} as x",
+        f"cast(id % 7 as double) * 10.0 + 20.0 + {dy} as y",
     )
 
 
@@ -64,8 +66,11 @@ def _assert_revisions_valid(path: str) -> list[int]:
 
 def test_four_concurrent_revision_appends_all_commit(spark: Any, table_path: str) -> None:
     base = _rows(spark, 0, 400)
-    qc.write(base, table_path, columnsToIndex="x", cubeSize=100, columnStats=STATS)
-    batches = [_rows(spark, 10_000 * (w + 1), 300, offset=1000.0 * (w + 1)) for w in range(4)]
+    qc.write(base, table_path, columnsToIndex="x,y", cubeSize=100, columnStats=STATS)
+    # each writer leaves the space in its own direction, so each opens a new revision
+    # whatever the order in which the others commit
+    shifts = [(1000.0, 0.0), (-1000.0, 0.0), (0.0, 1000.0), (0.0, -1000.0)]
+    batches = [_rows(spark, 10_000 * (w + 1), 300, dx, dy) for w, (dx, dy) in enumerate(shifts)]
 
     def append(df: Any) -> Any:
         return lambda: qc.write(df, table_path, mode="append")
@@ -93,17 +98,17 @@ def test_four_concurrent_revision_appends_all_commit(spark: Any, table_path: str
     assert row_digest(delta, ["id", "x", "y"]) == expected  # deltalake: each row once
     table = qc.QbeastTable.forPath(spark, table_path)
     assert table.revisionIDs() == [0, 1, 2, 3, 4, 5]
-    for condition in ("x >= 3000 and x < 3020", "x < 30", "x > 2040 and y = 3"):
+    for condition in ("x >= 1030 and x < 1040", "y < -900", "x < 40 and y > 50"):
         got = table.filter(condition)
         assert spark_digest(got) == spark_digest(everything.filter(condition)), condition
-    explanation = table.explainScan("x >= 3000 and x < 3020")
+    explanation = table.explainScan("x >= 1030 and x < 1040")
     assert explanation.selected_files < explanation.total_files
 
 
 def test_sequential_optimizes_on_one_handle(spark: Any, table_path: str) -> None:
     data = _rows(spark, 0, 600)
-    qc.write(data, table_path, columnsToIndex="x", cubeSize=100, columnStats=STATS)
-    more = _rows(spark, 5_000, 600, offset=500.0)
+    qc.write(data, table_path, columnsToIndex="x,y", cubeSize=100, columnStats=STATS)
+    more = _rows(spark, 5_000, 600, dx=500.0)
     assert qc.write(more, table_path, mode="append").revision_id == 2
     everything = data.unionByName(more)
     before = set(live_adds(table_path))
@@ -123,9 +128,9 @@ def test_optimize_after_an_append_from_another_handle(
     spark: Any, table_path: str, offset: float
 ) -> None:
     data = _rows(spark, 0, 600)
-    qc.write(data, table_path, columnsToIndex="x", cubeSize=100, columnStats=STATS)
+    qc.write(data, table_path, columnsToIndex="x,y", cubeSize=100, columnStats=STATS)
     table = qc.QbeastTable.forPath(spark, table_path)
-    more = _rows(spark, 5_000, 600, offset=offset)
+    more = _rows(spark, 5_000, 600, dx=offset)
     appended = qc.write(more, table_path, mode="append")
     assert appended.new_revision == (offset > 0)
     latest = appended.revision_id
