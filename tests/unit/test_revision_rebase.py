@@ -457,3 +457,20 @@ def first_json(path: str) -> str:
 def _commit_actions(path: str, version: int) -> list[dict[str, Any]]:
     text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_optimize_rebases_over_a_new_revision(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _create(path, range(0, 20), 0.0, 100.0)
+    snap = read_snapshot(LocalStorage(path))
+    (only,) = snap.files
+    optimize = _plan(
+        path, 0, _latest(snap), remove_paths=(only,), data_change=False, operation="OPTIMIZE"
+    )
+    assert _RevisionAppend(path, snap, range(100, 110), 500.0, 600.0).run() == 1
+    assert _run(optimize, _reweighted(pq.read_table(Path(path) / only))) == 2
+    after = read_snapshot(LocalStorage(path))
+    assert only not in after.files
+    assert sorted(a.tags["revision"] for a in after.files.values() if a.tags) == ["1", "2"]
+    _assert_qbeast_valid(path)
+    assert _ids(path) == [*range(20), *range(100, 110)]
