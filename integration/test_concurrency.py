@@ -168,7 +168,7 @@ def test_four_clients_opening_revisions_through_one_server(
     assert table.num_rows == 10 + 4 * appends * 10
     assert len(set(table.column("id").to_pylist())) == table.num_rows
     qtable = qc.QbeastTable.forPath(remote_spark, path)
-    for condition in ("x > 1500", "y < -500", "x < 20 and y < 20"):
+    for condition in ("x > 500", "y < -500", "x < 20 and y < 20"):
         got = sorted(r["id"] for r in qtable.filter(condition).collect())
         want = sorted(
             r["id"]
