@@ -97,3 +97,83 @@ def test_four_clients_append_through_two_servers(remote_spark: Any, remote_url: 
         second.stop()
     _check(path, versions, 4)
     assert qc.QbeastTable.forPath(remote_spark, path).toDF().count() == 10 + 4 * APPENDS * ROWS
+
+
+REVISION_CLIENT = textwrap.dedent(
+    """
+    import sys
+    import qbeast_connect as qc
+    url, path, worker, appends = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    spark = qc.session(remote=url)
+    # every append leaves the latest revision in this worker's own direction
+    sign, column = (1, -1, 1, -1)[worker], ("x", "x", "y", "y")[worker]
+    results = []
+    for i in range(appends):
+        start = (worker * 1000 + i) * 10
+        shift = sign * 1000.0 * (i + 1)
+        dx, dy = (shift, 0.0) if column == "x" else (0.0, shift)
+        df = spark.range(start, start + 10, numPartitions=1).selectExpr(
+            "id", f"cast(id % 5 as double) + {dx} as x", f"cast(id % 3 as double) + {dy} as y")
+        result = qc.write(df, path, mode="append")
+        assert result.new_revision, result
+        results.append(f"{result.version}:{result.revision_id}")
+    print(",".join(results))
+    """
+)
+
+
+def test_four_clients_opening_revisions_through_one_server(
+    remote_spark: Any, remote_url: str, tmp_path: Path
+) -> None:
+    """Four services whose appends each leave the space: all commit, the revisions they
+    report are the ones in the log, ids stay consecutive and every row is there once."""
+    path = str(tmp_path / "revisions")
+    stats = json.dumps({"x_min": 0.0, "x_max": 10.0, "y_min": 0.0, "y_max": 10.0})
+    df = remote_spark.range(0, 10).selectExpr(
+        "id + 100000000 as id", "cast(id as double) as x", "cast(id as double) as y"
+    )
+    qc.write(df, path, columnsToIndex="x,y", cubeSize=1000, columnStats=stats)
+    appends = 1  # one per service keeps the test quick; the spark tests cover rounds
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", REVISION_CLIENT, remote_url, path, str(w), str(appends)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
+    reported: dict[int, int] = {}
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stderr[-3000:]
+        for pair in stdout.strip().splitlines()[-1].split(","):
+            version, revision = (int(v) for v in pair.split(":"))
+            reported[version] = revision
+    assert sorted(reported) == list(range(1, 4 * appends + 1))
+    assert [reported[v] for v in sorted(reported)] == list(range(2, 4 * appends + 2))
+
+    config: dict[str, str] = {}
+    for _, action in log_actions(path):
+        if "metaData" in action:
+            config = action["metaData"]["configuration"]
+    ids = sorted(int(k.rsplit(".", 1)[1]) for k in config if k.startswith("qbeast.revision."))
+    assert ids == list(range(4 * appends + 2)) and config["qbeast.lastRevisionID"] == str(ids[-1])
+    for add in live_adds(path).values():
+        assert int(add["tags"]["revision"]) in ids
+
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path).to_pyarrow_table()
+    assert table.num_rows == 10 + 4 * appends * 10
+    assert len(set(table.column("id").to_pylist())) == table.num_rows
+    qtable = qc.QbeastTable.forPath(remote_spark, path)
+    for condition in ("x > 500", "y < -500", "x < 20 and y < 20"):
+        got = sorted(r["id"] for r in qtable.filter(condition).collect())
+        want = sorted(
+            r["id"]
+            for r in remote_spark.read.parquet(*qtable.explainScan().files)
+            .filter(condition)
+            .collect()
+        )
+        assert got == want and got, condition

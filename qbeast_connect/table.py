@@ -372,12 +372,15 @@ class QbeastTable:
             options: ``userMetadata`` and ``qbeastPreCommitHook.*`` options.
 
         Returns:
-            An :class:`OptimizeResult`. The table object is not changed: use
-            :meth:`refresh` to see the new version.
+            An :class:`OptimizeResult`. Like ``DeltaTable``'s operations, optimize acts on
+            the latest version of the table, whatever version this object describes, so
+            calls on one object compose (``optimize(1)`` then ``optimize(2)``) and see
+            commits made through other objects or processes. The object itself is not
+            changed: use :meth:`refresh` to read the new version.
         """
         from qbeast_connect.spark.operations import optimize
 
-        return optimize(self, revisionID, fraction, files, options)
+        return optimize(self.refresh(), revisionID, fraction, files, options)
 
     def vacuum(
         self,

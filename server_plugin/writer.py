@@ -18,7 +18,7 @@ from qbeast_connect.model.block import Block, encode_blocks
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
-from server_plugin.delta.actions import AddFile, FrozenMap, RemoveFile, Txn
+from server_plugin.delta.actions import AddFile, FrozenMap, Metadata, RemoveFile, Txn
 from server_plugin.delta.committer import (
     CommitOutcomeUnknownError,
     commit,
@@ -30,6 +30,7 @@ from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
+from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
 FLUSH_ROWS = 4_000_000
@@ -267,9 +268,18 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     blind = (
         not changes_metadata and not removed and plan.mode == "append" and plan.data_change
     )
+    # An append or an optimize reads only the files it removes and the revision it indexes
+    # with; when its metaData change only adds revisions, it commutes with concurrent
+    # appends and is rebased over concurrent revisions (server_plugin.revision_rebase).
+    new_metadata = next((a for a in actions if isinstance(a, Metadata)), None)
+    commutes = (
+        base is not None
+        and plan.mode == "append"
+        and metadata_commutes(base.metadata, new_metadata)
+    )
     read_set = TransactionReadSet(
         read_version=plan.read_version,
-        read_whole_table=not blind,
+        read_whole_table=not blind and not commutes,
         read_files=frozenset(removed),
         removed_files=frozenset(removed),
         app_ids=frozenset({plan.txn_app_id} if plan.txn_app_id else set()),
@@ -277,6 +287,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
         changes_protocol=new_table,
         is_blind_append=blind,
         data_change_only_false=not plan.data_change,
+        metadata_commutes=commutes,
     )
     parameters = {"mode": "Overwrite" if plan.mode == "overwrite" else "Append"}
     extra: dict[str, Any] = {}
@@ -301,6 +312,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             snapshot=base,
             extra_commit_info=extra,
             txn_id=plan.txn_id or None,
+            rebase=rebase_revisions if commutes else None,
         )
     except CommitOutcomeUnknownError:
         raise  # the commit may have landed: its files must stay

@@ -747,10 +747,18 @@ class _Writer:
         for entry in load_history(self.spark, self.path, limit=20):
             if entry.get("txnId") == txn_id:
                 metrics = entry.get("operationMetrics") or {}
+                version = int(entry["version"])
+                if revision is not None:
+                    revision_id = revision.revision_id
+                    if new_revision and entry.get("readVersion", version - 1) != version - 1:
+                        # the commit was rebased over concurrent commits: the server may have
+                        # renumbered the new revision after theirs
+                        state = load_table_state(self.spark, self.path, version=version)
+                        revision_id = int(state.configuration[LAST_REVISION_KEY])
                 return WriteResult(
                     path=self.path,
-                    version=int(entry["version"]),
-                    revision_id=revision.revision_id if revision is not None else revision_id,
+                    version=version,
+                    revision_id=revision_id,
                     new_revision=new_revision,
                     num_files=int(metrics.get("numFiles", 0)),
                     num_rows=int(metrics.get("numOutputRows", 0)),

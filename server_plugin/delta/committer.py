@@ -30,7 +30,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qbeast_connect.exceptions import (
@@ -73,6 +73,7 @@ __all__ = [
     "DEFAULT_ENGINE_INFO",
     "ISOLATION_LEVEL",
     "CommitOutcomeUnknownError",
+    "MetadataRebase",
     "add_file_for",
     "commit",
     "create_table_actions",
@@ -95,6 +96,13 @@ _RESERVED_COMMIT_INFO_KEYS = frozenset(
         "txnId",
     }
 )
+
+
+#: ``rebase(actions, before, winner, who)``: the transaction's actions rewritten to commit on
+#: top of a concurrent commit that replaced the metadata ``before`` (what the actions were
+#: made for) with ``winner``; raises CommitConflictError when that is not possible. ``who``
+#: names the winning commit for messages.
+MetadataRebase = Callable[[Sequence[Action], Metadata, Metadata, str], list[Action]]
 
 
 class CommitOutcomeUnknownError(StorageError):
@@ -422,6 +430,7 @@ def commit(
     extra_commit_info: Mapping[str, Any] | None = None,
     verify_files: bool = True,
     txn_id: str | None = None,
+    rebase: MetadataRebase | None = None,
 ) -> int:
     """Commit ``actions`` as the next table version and return that version.
 
@@ -457,6 +466,10 @@ def commit(
             transaction across attempts: a retry of the same logical write with the
             same id and read version returns the version of an earlier attempt that
             landed instead of committing twice. Never reuse it for different data.
+        rebase: How to carry the transaction over a winner that changed the metaData
+            (see :data:`MetadataRebase`); without it such a winner is a conflict. The
+            rebased actions are not re-validated against the table: the callback keeps
+            them valid.
 
     Returns:
         The committed version.
@@ -572,6 +585,7 @@ def commit(
     version = read_version + 1
     checked = read_version
     lost = 0
+    table_metadata = old_metadata
     while True:
         payload = encode_commit([commit_info(), *actions])
         try:
@@ -596,7 +610,22 @@ def commit(
                     f"a table was created concurrently at {storage.root} (version 0 "
                     "exists); read the new table and retry the write against it"
                 )
-            check_conflict(effective, winner, winning, root_uri=root_uri)
+            resolved = False
+            winner_metadata = next((a for a in winning if isinstance(a, Metadata)), None)
+            if (
+                winner_metadata is not None
+                and rebase is not None
+                and table_metadata is not None
+                and not any(isinstance(a, Protocol) for a in winning)
+            ):
+                who = _describe_winner(winner, winning)
+                actions = rebase(actions, table_metadata, winner_metadata, who)
+                resolved = True
+            check_conflict(
+                effective, winner, winning, root_uri=root_uri, metadata_resolved=resolved
+            )
+            if winner_metadata is not None:
+                table_metadata = winner_metadata
         if created:
             break
         if lost > max_retries:
@@ -609,8 +638,14 @@ def commit(
         version = newest + 1
         _backoff(lost)
 
-    _post_commit(storage, version, metadata)
+    ours = next((a for a in actions if isinstance(a, Metadata)), None)
+    _post_commit(storage, version, ours or table_metadata or metadata)
     return version
+
+
+def _describe_winner(version: int, actions: Sequence[Action]) -> str:
+    operation = next((a.operation for a in actions if isinstance(a, CommitInfo)), None)
+    return f"version {version} ({operation})" if operation else f"version {version}"
 
 
 def _post_commit(storage: Storage, version: int, metadata: Metadata) -> None:

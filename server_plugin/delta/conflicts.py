@@ -9,10 +9,12 @@ read and wrote. Rules, at isolation level WriteSerializable (Delta Spark
 Winner contains                Conflict when
 =============================  ==================================================
 ``protocol``                   always (ProtocolChanged)
-``metaData``                   always (MetadataChanged)
+``metaData``                   always (MetadataChanged), unless the committer
+                               rebased the transaction over it (``metadata_resolved``)
 ``txn``                        its ``appId`` is one the transaction read or writes
 ``add`` (dataChange)           the transaction read the whole table, or changes
-                               metadata; a winner flagged ``isBlindAppend`` is
+                               metadata (unless that change commutes with
+                               appends); a winner flagged ``isBlindAppend`` is
                                ignored unless the transaction changes metadata.
                                Not checked for compactions (all dataChange=false).
 ``remove``                     it removes a file the transaction read or removes,
@@ -60,6 +62,9 @@ class TransactionReadSet:
         is_blind_append: The transaction only adds files and read nothing.
         data_change_only_false: All file actions have ``dataChange=false`` (compaction);
             such transactions skip the concurrent-append check.
+        metadata_commutes: The transaction's ``metaData`` change (if any) only adds
+            entries that files added concurrently cannot contradict (qbeast revisions),
+            so a metadata change alone does not make concurrent appends conflicts.
     """
 
     read_version: int
@@ -71,6 +76,7 @@ class TransactionReadSet:
     changes_protocol: bool = False
     is_blind_append: bool = False
     data_change_only_false: bool = False
+    metadata_commutes: bool = False
 
     def __post_init__(self) -> None:
         for name in ("read_files", "removed_files", "app_ids"):
@@ -99,6 +105,7 @@ def check_conflict(
     winning_actions: Sequence[Action],
     *,
     root_uri: str | None = None,
+    metadata_resolved: bool = False,
 ) -> None:
     """Raise if a concurrent commit makes the transaction unsafe to retry on top of it.
 
@@ -107,6 +114,9 @@ def check_conflict(
         winning_version: Version of the concurrent commit.
         winning_actions: Its actions.
         root_uri: Table root URI, to normalize absolute paths in the winner.
+        metadata_resolved: The winner's ``metaData`` was already reconciled with the
+            transaction (the committer rebased the transaction over it), so it is not a
+            conflict by itself.
 
     Raises:
         CommitConflictError: Naming the winning version, its operation and the reason,
@@ -125,20 +135,21 @@ def check_conflict(
     for action in winning_actions:
         if isinstance(action, Protocol):
             raise conflict("it changed the table protocol (ProtocolChanged)")
-        if isinstance(action, Metadata):
+        if isinstance(action, Metadata) and not metadata_resolved:
             raise conflict("it changed the table metadata (MetadataChanged)")
         if isinstance(action, Txn) and action.app_id in tx.app_ids:
             raise conflict(
                 f"it committed txn appId {action.app_id!r} version {action.version}, which "
                 "this transaction also uses (ConcurrentTransaction)"
             )
-    if not tx.data_change_only_false and (tx.read_whole_table or tx.changes_metadata):
+    metadata_matters = tx.changes_metadata and not tx.metadata_commutes
+    if not tx.data_change_only_false and (tx.read_whole_table or metadata_matters):
         relevant = [
             a
             for a in winning_actions
             if isinstance(a, AddFile)
             and a.data_change
-            and (tx.changes_metadata or not winner_blind)
+            and (metadata_matters or not winner_blind)
         ]
         if relevant:
             raise conflict(

@@ -110,3 +110,24 @@ def test_message_names_the_winning_operation() -> None:
 def test_absolute_winner_paths_are_normalized_with_the_root() -> None:
     with pytest.raises(CommitConflictError):
         check_conflict(READS_A, 5, [RemoveFile("file:///t/a", 1, True)], root_uri="file:///t")
+
+
+REVISION_CHANGE = TransactionReadSet(read_version=4, changes_metadata=True, metadata_commutes=True)
+
+
+def test_revision_only_metadata_change_commutes_with_appends() -> None:
+    check_conflict(REVISION_CHANGE, 5, NON_BLIND_WINNER)
+    check_conflict(REVISION_CHANGE, 5, BLIND_WINNER)
+    with pytest.raises(CommitConflictError, match="ConcurrentAppend"):
+        check_conflict(META_CHANGE, 5, NON_BLIND_WINNER)
+
+
+def test_resolved_metadata_is_not_a_conflict_but_the_rest_is_checked() -> None:
+    winner: list[Action] = [Metadata("t", SCHEMA), _add("w3"), RemoveFile("a", 1, True)]
+    check_conflict(REVISION_CHANGE, 5, winner[:2], metadata_resolved=True)
+    with pytest.raises(CommitConflictError, match="MetadataChanged"):
+        check_conflict(REVISION_CHANGE, 5, winner[:2])
+    with pytest.raises(CommitConflictError, match="ConcurrentDeleteDelete"):
+        check_conflict(REMOVES_A, 5, winner, metadata_resolved=True)
+    with pytest.raises(CommitConflictError, match="ProtocolChanged"):
+        check_conflict(REVISION_CHANGE, 5, [Protocol(1, 2), *winner[:1]], metadata_resolved=True)
