@@ -31,6 +31,7 @@ from typing import Any, ClassVar, TypeAlias
 
 from qbeast_connect.exceptions import InvalidOptionError, MetadataFormatError
 from qbeast_connect.model._json import jackson_tree_text
+from qbeast_connect.model.linear_scale import linear_coordinate, random_point, scaled_form
 from qbeast_connect.model.hashing import (
     Float32,
     JavaRandom,
@@ -268,8 +269,7 @@ def _random_null(low: Number, high: Number, data_type: QDataType, rng: random.Ra
     if data_type in _INTEGRAL_TYPES:
         assert isinstance(low, int) and isinstance(high, int)
         return min(high, low + int(r * (high - low)))
-    value = low + r * (high - low)
-    value = min(max(value, low), high)
+    value = random_point(float(low), float(high), r)
     if data_type is QDataType.FLOAT:
         return to_float32(value)
     return float(value)
@@ -461,7 +461,9 @@ class IdentityTransformation(Transformation):
 class LinearTransformation(Transformation):
     """Min/max scaling: ``(x - min) * (1.0 / (max - min))``, nulls mapped via ``null_value``.
 
-    No clamping: values outside ``[min, max]`` give coordinates outside [0, 1].
+    No clamping: finite values outside ``[min, max]`` give coordinates outside [0, 1]. NaN
+    and ±infinity, and spans too wide or too narrow for that formula, follow the rules of
+    :mod:`qbeast_connect.model.linear_scale`.
 
     Attributes:
         min_number: Lower bound (``int`` for Integer/Long/Timestamp/Date, ``float`` otherwise).
@@ -474,7 +476,8 @@ class LinearTransformation(Transformation):
     max_number: Number
     null_value: Number
     ordered_data_type: QDataType
-    _min_double: float = field(init=False, repr=False, compare=False)
+    _factor: float = field(init=False, repr=False, compare=False)
+    _offset: float = field(init=False, repr=False, compare=False)
     _scale: float = field(init=False, repr=False, compare=False)
 
     class_name: ClassVar[str] = CLASS_NAME_PREFIX + "LinearTransformation"
@@ -498,8 +501,15 @@ class LinearTransformation(Transformation):
                 f"LinearTransformation needs max > min, got min={self.min_number!r} "
                 f"max={self.max_number!r}; use IdentityTransformation for a single value"
             )
-        object.__setattr__(self, "_min_double", low)
-        object.__setattr__(self, "_scale", 1.0 / (high - low))
+        factor, offset, scale = scaled_form(low, high)
+        object.__setattr__(self, "_factor", factor)
+        object.__setattr__(self, "_offset", offset)
+        object.__setattr__(self, "_scale", scale)
+
+    @property
+    def scaled_form(self) -> tuple[float, float, float]:
+        """``(factor, offset, scale)``: ``coordinate = (x * factor - offset) * scale``."""
+        return self._factor, self._offset, self._scale
 
     @classmethod
     def with_random_null(
@@ -512,9 +522,12 @@ class LinearTransformation(Transformation):
         return cls(low, high, _random_null(low, high, dt, rng), dt)
 
     def transform(self, value: object) -> float:
-        """Return ``(x - min) * (1.0 / (max - min))`` with ``x = value`` or the null value."""
+        """Return ``(x - min) * (1.0 / (max - min))`` with ``x = value`` or the null value
+        (NaN and ``+inf`` → 1.0, ``-inf`` → 0.0; see :mod:`~qbeast_connect.model.linear_scale`)."""
         x = self.null_value if value is None else value
-        return (_to_double(x, self.ordered_data_type) - self._min_double) * self._scale
+        return linear_coordinate(
+            _to_double(x, self.ordered_data_type), self._factor, self._offset, self._scale
+        )
 
     def is_superseded_by(self, other: Transformation) -> bool:
         """Spec §4.7: a wider range of the same type, or any other non-empty class/type."""
