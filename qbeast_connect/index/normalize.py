@@ -227,7 +227,7 @@ def _linear(t: Any, arr: pa.Array, name: str) -> np.ndarray:
     factor, offset, scale = t.scaled_form
     x = column_values_as_float64(arr)
     with np.errstate(over="ignore", invalid="ignore"):
-        out = (x * factor - offset) * scale + 0.0  # + 0.0: a -0.0 coordinate becomes 0.0
+        out: np.ndarray = (x * factor - offset) * scale + 0.0  # + 0.0: -0.0 becomes 0.0
     if not np.isfinite(x).all():  # the fixed places of NaN and ±infinity (model.linear_scale)
         out[np.isnan(x)] = NAN_COORDINATE
         out[x == np.inf] = POSITIVE_INFINITY_COORDINATE

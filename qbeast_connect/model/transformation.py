@@ -31,7 +31,6 @@ from typing import Any, ClassVar, TypeAlias
 
 from qbeast_connect.exceptions import InvalidOptionError, MetadataFormatError
 from qbeast_connect.model._json import jackson_tree_text
-from qbeast_connect.model.linear_scale import linear_coordinate, random_point, scaled_form
 from qbeast_connect.model.hashing import (
     Float32,
     JavaRandom,
@@ -42,6 +41,7 @@ from qbeast_connect.model.hashing import (
     scala_string_hash,
     to_float32,
 )
+from qbeast_connect.model.linear_scale import linear_coordinate, random_point, scaled_form
 from qbeast_connect.model.weight import java_double_to_int, java_double_to_long
 
 __all__ = [
