@@ -183,7 +183,8 @@ def _coerce(value: object, data_type: QDataType, what: str) -> Number:
         raise InvalidOptionError(f"{what} must be a number for {data_type.value}, got {value!r}")
     if not _finite(value):
         raise InvalidOptionError(
-            f"{what} is {value}: NaN and infinite values cannot be indexed; filter them out first"
+            f"{what} is {value}: a range bound must be finite; give finite bounds (NaN and "
+            "infinite values in the data need none: they sit at the ends of the dimension)"
         )
     if data_type is QDataType.FLOAT:
         return to_float32(float(value))
