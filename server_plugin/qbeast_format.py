@@ -586,11 +586,12 @@ def weighted_batches(
             for j, t in enumerate(revision.transformations):
                 if isinstance(t, IdentityTransformation):
                     arr = columns[j]
-                    valid = np.asarray(arr.is_valid(), dtype=bool)
+                    values = column_values_as_float64(arr)
+                    # NaN and ±infinity never widen a revision (model.linear_scale)
+                    valid = np.asarray(arr.is_valid(), dtype=bool) & np.isfinite(values)
                     if t.identity_value is None:
                         bad[:, j] |= valid
                     else:
-                        values = column_values_as_float64(arr)
                         bad[:, j] |= valid & (values != float(t.identity_value))
             if bad.any():
                 row, dim = (int(x) for x in np.argwhere(bad)[0])

@@ -30,6 +30,7 @@ from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
+from server_plugin.parquet_stats import parquet_statistics
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
@@ -153,7 +154,13 @@ class _TaskBuffer:
     def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
         with self.storage.open_output(name) as sink:
-            pq.write_table(table, sink, compression="snappy", row_group_size=ROW_GROUP_ROWS)
+            pq.write_table(
+                table,
+                sink,
+                compression="snappy",
+                row_group_size=ROW_GROUP_ROWS,
+                write_statistics=parquet_statistics(table),
+            )
         info = self.storage.file_info(name)
         tags = None
         if blocks is not None and self.revision is not None:

@@ -28,8 +28,9 @@ doubles and floats as JDK 17 prints them (``index/java_text_np.py``), once per d
 pattern, decimals through ``java_decimal_to_string``); the quantile searches
 reproduce Scala's ``Searching.search`` bisection exactly, with ``java.lang.Double.compare``
 order for numbers (``-0.0 < 0.0``; a NaN value sorts last and maps to 1.0) and UTF-16
-code-unit order for strings. A NaN *coordinate* (e.g. a NaN double in a linear column)
-raises :class:`InvalidOptionError`.
+code-unit order for strings. Linear columns place NaN and ±infinity at fixed coordinates
+and compute huge or tiny spans in a scaled form (:mod:`qbeast_connect.model.linear_scale`);
+a NaN *coordinate* would still raise :class:`InvalidOptionError`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ import pyarrow.compute as pc
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.index.hashing_np import scala_bytes_hash_array
 from qbeast_connect.index.java_text_np import java_double_texts, java_float_texts
+from qbeast_connect.model.linear_scale import (
+    NAN_COORDINATE,
+    NEGATIVE_INFINITY_COORDINATE,
+    POSITIVE_INFINITY_COORDINATE,
+)
 
 __all__ = ["column_values_as_float64", "normalize", "scala_search"]
 
@@ -219,10 +225,14 @@ def _null_coord(t: Any) -> float:
 
 
 def _linear(t: Any, arr: pa.Array, name: str) -> np.ndarray:
-    mn = float(t.min_number)
-    scale = 1.0 / (float(t.max_number) - mn)
+    factor, offset, scale = t.scaled_form
     x = column_values_as_float64(arr)
-    out = (x - mn) * scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        out: np.ndarray = (x * factor - offset) * scale + 0.0  # + 0.0: -0.0 becomes 0.0
+    if not np.isfinite(x).all():  # the fixed places of NaN and ±infinity (model.linear_scale)
+        out[np.isnan(x)] = NAN_COORDINATE
+        out[x == np.inf] = POSITIVE_INFINITY_COORDINATE
+        out[x == -np.inf] = NEGATIVE_INFINITY_COORDINATE
     valid = _valid_mask(arr)
     if valid is not None:
         out[~valid] = _null_coord(t)
@@ -436,8 +446,8 @@ def normalize(
     """Normalized points ``(n, d)`` float64 of ``columns`` under ``transformations``.
 
     Bit-identical to ``transformations[j].transform(value)`` row by row (see the module
-    docstring for how Arrow values are presented). A NaN coordinate (a NaN double in a
-    linear column, for instance) raises :class:`InvalidOptionError` naming the column.
+    docstring for how Arrow values are presented). A NaN coordinate (which no
+    transformation produces) raises :class:`InvalidOptionError` naming the column.
     Coordinates are not range-checked here (see ``cubes.check_points``).
     """
     if len(transformations) != len(columns):

@@ -41,6 +41,7 @@ from qbeast_connect.model.hashing import (
     scala_string_hash,
     to_float32,
 )
+from qbeast_connect.model.linear_scale import linear_coordinate, random_point, scaled_form
 from qbeast_connect.model.weight import java_double_to_int, java_double_to_long
 
 __all__ = [
@@ -182,7 +183,8 @@ def _coerce(value: object, data_type: QDataType, what: str) -> Number:
         raise InvalidOptionError(f"{what} must be a number for {data_type.value}, got {value!r}")
     if not _finite(value):
         raise InvalidOptionError(
-            f"{what} is {value}: NaN and infinite values cannot be indexed; filter them out first"
+            f"{what} is {value}: a range bound must be finite; give finite bounds (NaN and "
+            "infinite values in the data need none: they sit at the ends of the dimension)"
         )
     if data_type is QDataType.FLOAT:
         return to_float32(float(value))
@@ -268,8 +270,7 @@ def _random_null(low: Number, high: Number, data_type: QDataType, rng: random.Ra
     if data_type in _INTEGRAL_TYPES:
         assert isinstance(low, int) and isinstance(high, int)
         return min(high, low + int(r * (high - low)))
-    value = low + r * (high - low)
-    value = min(max(value, low), high)
+    value = random_point(float(low), float(high), r)
     if data_type is QDataType.FLOAT:
         return to_float32(value)
     return float(value)
@@ -461,7 +462,9 @@ class IdentityTransformation(Transformation):
 class LinearTransformation(Transformation):
     """Min/max scaling: ``(x - min) * (1.0 / (max - min))``, nulls mapped via ``null_value``.
 
-    No clamping: values outside ``[min, max]`` give coordinates outside [0, 1].
+    No clamping: finite values outside ``[min, max]`` give coordinates outside [0, 1]. NaN
+    and ±infinity, and spans too wide or too narrow for that formula, follow the rules of
+    :mod:`qbeast_connect.model.linear_scale`.
 
     Attributes:
         min_number: Lower bound (``int`` for Integer/Long/Timestamp/Date, ``float`` otherwise).
@@ -474,7 +477,8 @@ class LinearTransformation(Transformation):
     max_number: Number
     null_value: Number
     ordered_data_type: QDataType
-    _min_double: float = field(init=False, repr=False, compare=False)
+    _factor: float = field(init=False, repr=False, compare=False)
+    _offset: float = field(init=False, repr=False, compare=False)
     _scale: float = field(init=False, repr=False, compare=False)
 
     class_name: ClassVar[str] = CLASS_NAME_PREFIX + "LinearTransformation"
@@ -498,8 +502,15 @@ class LinearTransformation(Transformation):
                 f"LinearTransformation needs max > min, got min={self.min_number!r} "
                 f"max={self.max_number!r}; use IdentityTransformation for a single value"
             )
-        object.__setattr__(self, "_min_double", low)
-        object.__setattr__(self, "_scale", 1.0 / (high - low))
+        factor, offset, scale = scaled_form(low, high)
+        object.__setattr__(self, "_factor", factor)
+        object.__setattr__(self, "_offset", offset)
+        object.__setattr__(self, "_scale", scale)
+
+    @property
+    def scaled_form(self) -> tuple[float, float, float]:
+        """``(factor, offset, scale)``: ``coordinate = (x * factor - offset) * scale``."""
+        return self._factor, self._offset, self._scale
 
     @classmethod
     def with_random_null(
@@ -512,9 +523,12 @@ class LinearTransformation(Transformation):
         return cls(low, high, _random_null(low, high, dt, rng), dt)
 
     def transform(self, value: object) -> float:
-        """Return ``(x - min) * (1.0 / (max - min))`` with ``x = value`` or the null value."""
+        """Return ``(x - min) * (1.0 / (max - min))`` with ``x = value`` or the null value
+        (NaN and ``+inf`` → 1.0, ``-inf`` → 0.0; see :mod:`~qbeast_connect.model.linear_scale`)."""
         x = self.null_value if value is None else value
-        return (_to_double(x, self.ordered_data_type) - self._min_double) * self._scale
+        return linear_coordinate(
+            _to_double(x, self.ordered_data_type), self._factor, self._offset, self._scale
+        )
 
     def is_superseded_by(self, other: Transformation) -> bool:
         """Spec §4.7: a wider range of the same type, or any other non-empty class/type."""

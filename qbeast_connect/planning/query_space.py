@@ -19,8 +19,16 @@ Per indexed dimension, from the conjunctions of the predicate's DNF:
 Literals that the column type cannot compare reliably leave the dimension unrestricted:
 strings against numbers, numbers against dates, a hashed DOUBLE outside [1e-3, 1e7) (the
 JVM's ``Double.toString`` may differ there), hashed FLOAT/DECIMAL/DATE/TIMESTAMP columns,
-NaN, and string bounds of string-ordered columns holding characters ≥ U+D800 (Java orders
-UTF-16 units, Spark orders code points).
+NaN on hashed columns, and string bounds of string-ordered columns holding characters
+≥ U+D800 (Java orders UTF-16 units, Spark orders code points).
+
+NaN and ±infinity on ordered numeric dimensions map to their fixed places
+(:mod:`qbeast_connect.model.linear_scale`: ``-inf`` at 0.0, ``+inf`` and NaN at 1.0, Spark's
+order ``-inf < finite < +inf < NaN``). On DOUBLE/FLOAT linear dimensions, which may hold
+them, range bounds are kept inside [0, 1] so that ``x > 1e300`` still reaches the rows at
+1.0; an equality with a finite literal outside the revision's range stays empty (every
+finite value of a revision lies inside its range). A zero literal covers the coordinates of
+both ``0.0`` and ``-0.0``, which Spark compares as equal.
 """
 
 from __future__ import annotations
@@ -278,6 +286,8 @@ def _ordered_value(value: object, data_type: QDataType | None) -> Any:
     if data_type in (
         QDataType.INTEGER, QDataType.LONG, QDataType.DOUBLE, QDataType.FLOAT, QDataType.DECIMAL
     ):  # fmt: skip
+        if isinstance(value, float) and math.isnan(value):
+            return value  # NaN has a place: the top of the dimension (model.linear_scale)
         return value if _finite_number(value) or _is_inf(value) else None
     if data_type in (QDataType.TIMESTAMP, QDataType.DATE):
         if isinstance(value, _dt.date):  # date or datetime (UTC)
@@ -422,6 +432,40 @@ def _transform(t: Transformation, value: object) -> float | None:
     return None if math.isnan(x) else x
 
 
+_FLOATING = (QDataType.DOUBLE, QDataType.FLOAT)
+
+
+def _coordinates(t: Transformation, value: object) -> tuple[float, float] | None:
+    """The coordinates of the rows equal to ``value`` in Spark's sense, as ``(low, high)``.
+
+    Spark compares ``-0.0`` and ``0.0`` as equal, so a zero literal covers the coordinates
+    of both (the quantile CDF may separate them; the linear mapping never does).
+    """
+    x = _transform(t, value)
+    if x is None:
+        return None
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool) and value == 0:
+        y, z = _transform(t, -0.0), _transform(t, 0.0)
+        if y is None or z is None:
+            return None
+        return min(x, y, z), max(x, y, z)
+    return x, x
+
+
+def _clip_range_bound(
+    t: Transformation, data_type: QDataType | None, op: str, x: float
+) -> float:
+    """Keep a range bound of a floating linear dimension inside [0, 1].
+
+    Rows holding ``+inf`` or NaN sit at 1.0 and rows holding ``-inf`` at 0.0
+    (model.linear_scale), while a finite literal beyond the revision's range maps outside
+    [0, 1]: ``x > 1e300`` must still reach the rows at 1.0, and ``x < -1e300`` those at 0.0.
+    """
+    if not isinstance(t, LinearTransformation) or data_type not in _FLOATING:
+        return x
+    return min(x, 1.0) if op in (">", ">=") else max(x, 0.0)
+
+
 def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType | None) -> None:
     is_hash = isinstance(t, HashTransformation)
     if isinstance(atom, IsNull):
@@ -442,17 +486,20 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
         v = column_value(atom.value, t, data_type)
         if v is None:
             return
-        x = _transform(t, v)
-        if x is None:
-            return
         if is_hash:
-            dim.restrict_points(frozenset({x}))
-        elif atom.op == "=":
-            dim.bound(x, x)
+            x = _transform(t, v)
+            if x is not None:
+                dim.restrict_points(frozenset({x}))
+            return
+        span = _coordinates(t, v)
+        if span is None:
+            return
+        if atom.op == "=":
+            dim.bound(*span)
         elif atom.op in ("<", "<="):
-            dim.bound(None, x)
+            dim.bound(None, _clip_range_bound(t, data_type, atom.op, span[1]))
         else:
-            dim.bound(x, None)
+            dim.bound(_clip_range_bound(t, data_type, atom.op, span[0]), None)
         return
     if isinstance(atom, InList):
         values = [v for v in atom.values if v is not None]
@@ -462,10 +509,18 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
         coords: list[float] = []
         for v in values:
             cv = column_value(v, t, data_type)
-            x = None if cv is None else _transform(t, cv)
-            if x is None:
+            if cv is None:
                 return  # one unusable value: no restriction from this IN list
-            coords.append(x)
+            if is_hash:
+                x = _transform(t, cv)
+                if x is None:
+                    return
+                coords.append(x)
+                continue
+            span = _coordinates(t, cv)
+            if span is None:
+                return
+            coords.extend(span)
         if is_hash:
             dim.restrict_points(frozenset(coords))
         else:

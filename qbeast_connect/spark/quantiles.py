@@ -70,10 +70,14 @@ def computeQuantilesForColumn(  # noqa: N802 - PySpark-style camelCase API
     col = F.col(f"`{columnName.replace('`', '``')}`")
     with translate_errors():
         if type_name in _NUMERIC or type_name == "decimal":
-            values = df.select(col.cast("double").alias("v")).where(F.col("v").isNotNull())
+            v = F.col("v")
+            # quantiles are finite; the CDF puts NaN and +inf at 1.0 and -inf at 0.0
+            values = df.select(col.cast("double").alias("v")).where(
+                v.isNotNull() & ~F.isnan(v) & (F.abs(v) != float("inf"))
+            )
             bounds = values.agg(F.min("v"), F.max("v"), F.count("v")).first()
             if bounds is None or not bounds[2]:
-                raise InvalidOptionError(f"column {columnName!r} has no non-null value")
+                raise InvalidOptionError(f"column {columnName!r} has no finite value")
             probabilities = [i / (numberOfQuantiles - 1) for i in range(numberOfQuantiles)]
             inner = values.approxQuantile("v", probabilities, float(relativeError))
             found = [float(bounds[0]), *(float(v) for v in inner), float(bounds[1])]

@@ -213,6 +213,13 @@ def _stat_expression(column: str, qtype: QDataType, spark_type: str) -> str:
         return f"unix_millis({quoted})"
     if qtype is QDataType.DATE:
         return f"cast(unix_date({quoted}) as bigint) * 86400000"
+    if qtype in (QDataType.DOUBLE, QDataType.FLOAT):
+        # NaN and ±infinity have fixed coordinates (model.linear_scale) and stay out of the
+        # bounds: Spark's min/max would return them (NaN is its largest double)
+        return (
+            f"CASE WHEN isnan({quoted}) OR abs({quoted}) = double('Infinity') THEN NULL "
+            f"ELSE cast({quoted} as double) END"
+        )
     if qtype is QDataType.DECIMAL or spark_type == "float":
         return f"cast({quoted} as double)"
     if spark_type == "boolean":
@@ -561,14 +568,9 @@ class _Writer:
             high = max(maxs) if maxs else None
             qtype = index_types[spec.name]
             if qtype in (QDataType.DOUBLE, QDataType.DECIMAL, QDataType.FLOAT):
-                for v in (low, high):
-                    if v is not None and v != v:
-                        raise InvalidOptionError(
-                            f"column {spec.name!r} holds NaN, which cannot be indexed; "
-                            "filter or replace NaN values first"
-                        )
-                low = None if low is None else float(low)
-                high = None if high is None else float(high)
+                # finite (see _stat_expression); + 0.0 stores -0.0 as 0.0
+                low = None if low is None else float(low) + 0.0
+                high = None if high is None else float(high) + 0.0
             elif low is not None:
                 low, high = int(low), int(high)  # type: ignore[arg-type]
             stats[spec.name] = ColumnStats(min=low, max=high)

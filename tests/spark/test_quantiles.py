@@ -35,6 +35,15 @@ def test_numeric_quantiles_follow_the_distribution(spark: Any) -> None:
     assert median < 100
 
 
+def test_numeric_quantiles_skip_nan_and_infinity(spark: Any) -> None:
+    df = spark.range(0, 2000, numPartitions=2).selectExpr(
+        "CASE id % 4 WHEN 0 THEN double('NaN') WHEN 1 THEN double('Infinity') "
+        "WHEN 2 THEN double('-Infinity') ELSE cast(id as double) END as x"
+    )
+    qs = qc.computeQuantilesForColumn(df, "x", numberOfQuantiles=5, relativeError=0.0)
+    assert qs[0] == 3.0 and qs[-1] == 1999.0 and qs == sorted(set(qs)) and len(qs) == 5
+
+
 def test_string_quantiles(spark: Any) -> None:
     df = _skewed(spark)
     qs = qc.computeQuantilesForColumn(df, "s", numberOfQuantiles=5)

@@ -146,12 +146,10 @@ def test_linear_date() -> None:
             assert got[i] == t.transform(arr[i].as_py())  # date objects too
 
 
-def test_linear_nan_raises_naming_column() -> None:
+def test_linear_nan_takes_the_top_coordinate() -> None:
     t = LinearTransformation(0.0, 1.0, 0.5, QDataType.DOUBLE)
-    with pytest.raises(InvalidOptionError, match=r"price.*NaN cannot be indexed"):
-        normalize([t], [pa.array([0.1, float("nan")])], column_names=["price"])
-    with pytest.raises(InvalidOptionError, match="NaN"):
-        normalize([t], [pa.array([float("nan")])])
+    got = normalize([t], [pa.array([0.1, float("nan")])], column_names=["price"])
+    assert got[:, 0].tolist() == [0.1, 1.0]
 
 
 # --------------------------------------------------------------------------- hash

@@ -1,0 +1,42 @@
+"""Data files leave out the parquet min/max of float columns holding NaN."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from server_plugin.parquet_stats import parquet_statistics
+
+
+def _stats_set(path: Path) -> dict[str, bool]:
+    row_group = pq.ParquetFile(path).metadata.row_group(0)
+    return {
+        row_group.column(i).path_in_schema: row_group.column(i).is_stats_set
+        for i in range(row_group.num_columns)
+    }
+
+
+def test_nan_columns_get_no_parquet_bounds(tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "x": [1.0, math.nan, 3.0],
+            "f": pa.array([1.0, 2.0, math.nan], pa.float32()),
+            "ok": [1.0, math.inf, -0.0],
+            "n": [1, 2, 3],
+            "s": pa.array([{"a": math.nan, "b": 1.0}] * 3),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, write_statistics=parquet_statistics(table))
+    assert _stats_set(path) == {
+        "x": False, "f": False, "ok": True, "n": True, "s.a": False, "s.b": True
+    }  # fmt: skip
+    assert str(pq.read_table(path).to_pylist()) == str(table.to_pylist())
+
+
+def test_files_without_nan_keep_every_bound() -> None:
+    table = pa.table({"x": [1.0, math.inf], "n": [1, None]})
+    assert parquet_statistics(table) is True
