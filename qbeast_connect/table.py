@@ -378,8 +378,9 @@ class QbeastTable:
             commits made through other objects or processes. The object itself is not
             changed: use :meth:`refresh` to read the new version.
         """
-        from qbeast_connect.spark.operations import optimize
+        from qbeast_connect.spark.operations import check_optimize_arguments, optimize
 
+        check_optimize_arguments(revisionID, fraction, files, options)
         return optimize(self.refresh(), revisionID, fraction, files, options)
 
     def vacuum(

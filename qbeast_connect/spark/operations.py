@@ -138,14 +138,17 @@ def vacuum(
     return list(result[0]["files"])
 
 
-def optimize(
-    table: QbeastTable,
-    revisionID: int | None = None,  # noqa: N803
-    fraction: float = 1.0,
-    files: Sequence[str] | None = None,
-    options: Mapping[str, str] | None = None,
-) -> OptimizeResult:
-    """Rewrite files according to the index (see :meth:`QbeastTable.optimize`)."""
+def check_optimize_arguments(
+    revisionID: object,  # noqa: N803
+    fraction: object,
+    files: object,
+    options: object,
+) -> None:
+    """Refuse bad :meth:`QbeastTable.optimize` arguments before anything asks Spark.
+
+    Raises:
+        InvalidOptionError: an argument has the wrong type or range.
+    """
     if (
         isinstance(fraction, bool)
         or not isinstance(fraction, int | float)
@@ -164,6 +167,17 @@ def optimize(
         raise InvalidOptionError(
             f"files must be a list of file paths, got the string {files!r}; wrap it in a list"
         )
+
+
+def optimize(
+    table: QbeastTable,
+    revisionID: int | None = None,  # noqa: N803
+    fraction: float = 1.0,
+    files: Sequence[str] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> OptimizeResult:
+    """Rewrite files according to the index (see :meth:`QbeastTable.optimize`)."""
+    check_optimize_arguments(revisionID, fraction, files, options)
     opts = parse_write_options(dict(options or {}))
     snapshot = table.snapshot
     if files is not None:
