@@ -84,15 +84,22 @@ def test_cli_describe_on_a_dead_server_exits_non_zero_with_a_clear_message(
     port = free_port()
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "qbeast_connect.cli", "describe", str(tmp_path),
-         "--remote", f"sc://127.0.0.1:{port}"],
+        [
+            sys.executable,
+            "-m",
+            "qbeast_connect.cli",
+            "describe",
+            str(tmp_path),
+            "--remote",
+            f"sc://127.0.0.1:{port}",
+        ],
         env=_env(QBEAST_CONNECT_TIMEOUT="5"),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    out, err = _finish(process, within=60)
+    _, err = _finish(process, within=60)
     assert time.monotonic() - started < 60
     assert process.returncode not in (0, None)
     first = err.strip().splitlines()[0]
@@ -148,6 +155,7 @@ def test_server_killed_mid_write_raises_server_unavailable_within_the_bound(
         if client is not None and client.poll() is None:
             client.kill()
         server.stop()
+    print(f"the client gave up {took:.1f} s after the server was killed")
     assert "raised ServerUnavailableError" in out, err[-3000:]
     assert server.url in out
     # 10 s of retries, plus the slack of a loaded machine
@@ -155,22 +163,24 @@ def test_server_killed_mid_write_raises_server_unavailable_within_the_bound(
     assert client.returncode == 0
 
 
-SLOW_QUERY = """
+SLOW_WRITE_IN_ONE_JOB = """
     import sys
     import qbeast_connect as qc
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
+    from pyspark.sql.types import DoubleType
 
     spark = qc.session(sys.argv[1])  # before the UDF: pyspark picks Connect UDFs then
 
-    @F.udf(LongType())
+    @F.udf(DoubleType())
     def slow(x):
         import time
         time.sleep(600)
-        return x
+        return float(x)
 
-    print("querying", flush=True)
-    spark.range(0, 2, numPartitions=2).select(slow("id")).collect()
+    df = spark.range(0, 2, numPartitions=2).withColumn("x", slow("id"))
+    print("writing", flush=True)
+    (df.write.format("qbeast").option("columnsToIndex", "x")
+       .option("columnStats", '{"x_min": 0, "x_max": 10}').mode("append").save(sys.argv[2]))
 """
 
 SMALL_JOB = """
@@ -183,16 +193,19 @@ SMALL_JOB = """
 """
 
 
-def test_a_killed_client_frees_the_server_cores_within_a_minute() -> None:
-    # two cores: the killed client's two slow tasks hold all of them until cancelled
+def test_a_killed_clients_write_is_cancelled_and_its_cores_freed_within_a_minute(
+    tmp_path: Path,
+) -> None:
+    # two cores: the killed client's two slow write tasks hold all of them until cancelled
     server = LocalConnectServer(master="local[2]").start()
+    table = tmp_path / "t"
     client = other = None
     try:
-        client = _python(SLOW_QUERY, server.url)
+        client = _python(SLOW_WRITE_IN_ONE_JOB, server.url, str(table))
         assert client.stdout is not None
         line = client.stdout.readline()
-        assert line.strip() == "querying", client.communicate()[1][-3000:]
-        time.sleep(10)  # both slow tasks run now
+        assert line.strip() == "writing", client.communicate()[1][-3000:]
+        time.sleep(10)  # both slow tasks of the write job run now
         assert client.poll() is None
         os.kill(client.pid, signal.SIGKILL)
         client.wait()
@@ -206,5 +219,9 @@ def test_a_killed_client_frees_the_server_cores_within_a_minute() -> None:
             if process is not None and process.poll() is None:
                 process.kill()
         server.stop()
+    print(f"cores freed {took:.1f} s after the client was killed")
     assert "sum 45 after" in out, err[-3000:]
     assert took < 60, f"the cores of the killed client were freed after {took:.0f} s"
+    # the write was cancelled before its commit: no version of the table exists, and the
+    # server, now stopped, can no longer commit it
+    assert not list(table.glob("_delta_log/*.json"))

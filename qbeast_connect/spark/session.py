@@ -92,7 +92,7 @@ def session(
             _close_quietly(spark)
             raise
         # the session is up: from now on a lost server is given the operation budget
-        policy.budget = retry_s
+        policy.connected(retry_s)
         from qbeast_connect.progress import attach
 
         attach(spark)

@@ -71,9 +71,7 @@ def _seconds(value: float | str | None, env: str, default: float) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise InvalidOptionError(
-            f"{source} must be a number of seconds, got {value!r}"
-        ) from None
+        raise InvalidOptionError(f"{source} must be a number of seconds, got {value!r}") from None
     if not seconds > 0 or seconds != seconds or seconds == float("inf"):
         raise InvalidOptionError(f"{source} must be a positive number of seconds, got {value!r}")
     return seconds
@@ -124,8 +122,15 @@ class BoundedRetryPolicy(RetryPolicy):
         self._lock = threading.Lock()
         self.url = url
         self.budget = budget
+        #: the environment variable that sets the budget in use, named in the error
+        self.setting = CONNECT_TIMEOUT_ENV
         #: set once a call ran out of budget: the server is taken for gone
         self.gave_up = False
+
+    def connected(self, budget: float) -> None:
+        """The session is open: give later calls the operation budget."""
+        self.budget = budget
+        self.setting = RETRY_TIMEOUT_ENV
 
     def can_retry(self, exception: BaseException) -> bool:
         return bool(self._default.can_retry(exception))
@@ -142,7 +147,7 @@ class BoundedRetryPolicy(RetryPolicy):
 def retry_policy_of(spark: Any) -> BoundedRetryPolicy | None:
     """The bounded policy of a session made by ``qc.session()`` (None for other sessions)."""
     client = getattr(spark, "client", None)
-    policies = getattr(client, "get_retry_policies", lambda: [])()
+    policies: list[object] = list(getattr(client, "get_retry_policies", list)())
     return next((p for p in policies if isinstance(p, BoundedRetryPolicy)), None)
 
 
@@ -185,8 +190,8 @@ def _unavailable(
     error = ServerUnavailableError(
         f"the Spark Connect server at {policy.url} {what}{detail}. Check that it is running "
         "and reachable, "
-        f"then call qc.session() again; raise the limit with {RETRY_TIMEOUT_ENV} or "
-        f"{CONNECT_TIMEOUT_ENV} (seconds) if it is only slow"
+        f"then call qc.session() again; if it is only slow, raise the limit with "
+        f"{policy.setting} (seconds)"
     )
     if exception is not None:
         error.__cause__ = exception
