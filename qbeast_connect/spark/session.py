@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -140,9 +141,9 @@ def _server_gone(spark: SparkSession) -> bool:
 
 
 def _close_quietly(spark: SparkSession) -> None:
-    """Close the session's channel without the calls that would wait for its server."""
+    """Stop a session whose server is gone (its calls then fail without retrying)."""
     with contextlib.suppress(Exception):  # best effort: the server may be gone
-        spark.client.close()
+        spark.stop()
     for key, cached in list(_cache.items()):
         if cached is spark:
             del _cache[key]
@@ -164,6 +165,11 @@ def _connect(url: str, connect_s: float) -> tuple[SparkSession, BoundedRetryPoli
     # no call has reached the server yet: bound every retry from the first one on
     policy = BoundedRetryPolicy(url, connect_s)
     spark.client.set_retry_policies([policy])
+    # The client cleans up on the server when the process exits (an exit hook registered
+    # when it was created). Hooks run newest first, so this one runs before it: clean-up
+    # calls then get one attempt each, and a server that died meanwhile cannot hold the
+    # exit for a whole retry budget.
+    atexit.register(policy.give_up)
     return spark, policy
 
 

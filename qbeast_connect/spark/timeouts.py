@@ -169,20 +169,19 @@ class _BoundedState(RetryPolicyState):
         wait_ms = None if already_gone else super().next_attempt(exception)
         if wait_ms is None or elapsed + wait_ms / 1000 > policy.budget:
             policy.give_up()
-            raise _unavailable(policy, elapsed, exception, already_gone)
+            raise _unavailable(policy, exception, already_gone)
         return wait_ms
 
 
 def _unavailable(
     policy: BoundedRetryPolicy,
-    elapsed: float,
     exception: BaseException | None,
     already_gone: bool,
 ) -> ServerUnavailableError:
     if already_gone:
         what = "stopped answering earlier in this session"
     else:
-        what = f"did not answer for {elapsed:.0f} s (limit {policy.budget:.0f} s)"
+        what = f"did not answer within {policy.budget:g} s"
     detail = ""
     if exception is not None:
         text = str(getattr(exception, "details", lambda: "")() or "") or str(exception)
