@@ -34,11 +34,11 @@ PLAN_CACHE_CONF = "spark.connect.session.planCache.enabled"
 #: is, its Spark jobs are cancelled and their tasks killed, at the next check of the
 #: execution manager (every ``maintenanceInterval``, default 30 s). With the defaults a
 #: dead client's query kept the cores busy for over 7 minutes. These values bound it to
-#: about 10 + 30 + 5 s; a live client reattaches within milliseconds, and one cut off for
-#: longer than 30 s loses its query (it gets an error, never a partial result).
+#: about 10 + 20 + 5 s; a live client reattaches within milliseconds, and one cut off for
+#: longer than 20 s loses its query (it gets an error, never a partial result).
 GONE_CLIENT_CONF: Mapping[str, str] = {
     "spark.connect.execute.reattachable.senderMaxStreamDuration": "10s",
-    "spark.connect.execute.manager.detachedTimeout": "30s",
+    "spark.connect.execute.manager.detachedTimeout": "20s",
     "spark.connect.execute.manager.maintenanceInterval": "5s",
 }
 

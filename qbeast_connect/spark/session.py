@@ -116,16 +116,25 @@ def stop(remote: str | None = None) -> None:
         if remote is not None:
             spark = _cache.pop(remote, None)
             if spark is not None:
-                with contextlib.suppress(Exception):  # best effort on shutdown
-                    spark.stop()
+                _stop_once(spark)
             return
         for spark in _cache.values():
-            with contextlib.suppress(Exception):  # best effort on shutdown
-                spark.stop()
+            _stop_once(spark)
         _cache.clear()
         for server in _embedded.values():
             server.stop()
         _embedded.clear()
+
+
+def _stop_once(spark: SparkSession) -> None:
+    """Stop a session; its release call gets one attempt, not a retry budget."""
+    from qbeast_connect.spark.timeouts import retry_policy_of
+
+    policy = retry_policy_of(spark)
+    if policy is not None:
+        policy.give_up()
+    with contextlib.suppress(Exception):  # best effort on shutdown
+        spark.stop()
 
 
 def _is_stopped(spark: SparkSession) -> bool:
