@@ -38,6 +38,7 @@ def _python(code: str, *args: str, **env: str) -> subprocess.Popen[str]:
         [sys.executable, "-c", textwrap.dedent(code), *args],
         env=_env(**env),
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -133,28 +134,48 @@ SLOW_WRITE = """
 """
 
 
+IDLE = """
+    import sys
+    import qbeast_connect as qc
+    qc.session(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.readline()  # the script ends when told to, after its server died
+"""
+
+
 def test_server_killed_mid_write_raises_server_unavailable_within_the_bound(
     tmp_path: Path,
 ) -> None:
+    """Also: a process whose session is idle when its server dies still exits at once
+    (the client's exit hook talks to the server; it must not retry for minutes)."""
     server = LocalConnectServer(master="local[2]").start()
-    client = None
+    client = idle = None
     try:
+        idle = _python(IDLE, server.url)
         client = _python(
             SLOW_WRITE, server.url, str(tmp_path / "t"), QBEAST_CONNECT_RETRY_TIMEOUT="10"
         )
-        assert client.stdout is not None
+        assert client.stdout is not None and idle.stdout is not None
         line = client.stdout.readline()
         assert line.strip() == "writing", client.communicate()[1][-3000:]
+        assert idle.stdout.readline().strip() == "ready", idle.communicate()[1][-3000:]
         time.sleep(8)  # the statistics job of the write is running its slow tasks now
         assert client.poll() is None
         server.kill()
         killed = time.monotonic()
         out, err = _finish(client, within=60)
         took = time.monotonic() - killed
+        ended = time.monotonic()
+        _, idle_err = _finish(idle, within=30)  # closes its stdin: the script ends
+        idle_took = time.monotonic() - ended
     finally:
-        if client is not None and client.poll() is None:
-            client.kill()
+        for process in (client, idle):
+            if process is not None and process.poll() is None:
+                process.kill()
         server.stop()
+    print(f"the idle client exited {idle_took:.1f} s after its script ended")
+    assert idle.returncode == 0, idle_err[-3000:]
+    assert idle_took < 15
     print(f"the client gave up {took:.1f} s after the server was killed")
     assert "raised ServerUnavailableError" in out, err[-3000:]
     assert server.url in out
