@@ -18,8 +18,9 @@ the background (a supervisor process owning the Spark JVM) and records it in a s
 under ``~/.qbeast-connect`` (``--state-dir``), which ``status`` and ``stop`` read;
 ``--foreground`` runs it in the current process instead (containers).
 
-Errors of qbeast-connect print ``error: <message>`` and exit with status 2; other failures
-(a server that cannot be reached, a Spark error) exit with status 1. Set
+Errors of qbeast-connect print ``error: <message>`` and exit with status 2; a server that
+cannot be reached (``ServerUnavailableError``, after ``QBEAST_CONNECT_TIMEOUT`` seconds, 30
+by default) and other failures (a Spark error) exit with status 1. Set
 ``QBEAST_CONNECT_DEBUG=1`` for tracebacks.
 """
 
@@ -39,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from qbeast_connect.exceptions import InvalidOptionError, QbeastError
+from qbeast_connect.exceptions import InvalidOptionError, QbeastError, ServerUnavailableError
 
 DEFAULT_PORT = 15002
 STATE_FILE = "server.json"
@@ -551,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("QBEAST_CONNECT_DEBUG"):
             raise
         print(f"error: {exc.message}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, ServerUnavailableError) else 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

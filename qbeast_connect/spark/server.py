@@ -27,6 +27,21 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 #: Spark Connect's per-session cache of analyzed plans (see DEFAULT_SERVER_CONF).
 PLAN_CACHE_CONF = "spark.connect.session.planCache.enabled"
 
+#: How a server we start notices a client that is gone (killed, crashed, cut off) and stops
+#: its queries. A server does not see a client die: it streams each query's results for up
+#: to ``senderMaxStreamDuration`` (default 2 min), after which a live client reattaches;
+#: a query nobody reattached to for ``detachedTimeout`` (default 5 min) is abandoned, that
+#: is, its Spark jobs are cancelled and their tasks killed, at the next check of the
+#: execution manager (every ``maintenanceInterval``, default 30 s). With the defaults a
+#: dead client's query kept the cores busy for over 7 minutes. These values bound it to
+#: about 10 + 20 + 5 s; a live client reattaches within milliseconds, and one cut off for
+#: longer than 20 s loses its query (it gets an error, never a partial result).
+GONE_CLIENT_CONF: Mapping[str, str] = {
+    "spark.connect.execute.reattachable.senderMaxStreamDuration": "10s",
+    "spark.connect.execute.manager.detachedTimeout": "20s",
+    "spark.connect.execute.manager.maintenanceInterval": "5s",
+}
+
 #: Server settings every server started by qbeast-connect gets (the caller may override).
 DEFAULT_SERVER_CONF: Mapping[str, str] = {
     # Python Data Source readers only receive pushed filters with this flag on.
@@ -43,6 +58,7 @@ DEFAULT_SERVER_CONF: Mapping[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "4g",
+    **GONE_CLIENT_CONF,
 }
 
 

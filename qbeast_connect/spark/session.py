@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -15,6 +16,8 @@ from qbeast_connect.spark.server import LocalConnectServer
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession
 
+    from qbeast_connect.spark.timeouts import BoundedRetryPolicy
+
 _lock = threading.Lock()
 _cache: dict[str, SparkSession] = {}
 _embedded: dict[str, LocalConnectServer] = {}
@@ -27,41 +30,70 @@ COMMAND_FORMAT = "qbeast_command"
 QBEAST_FORMAT = "qbeast"
 
 
-def session(remote: str | None = None, **conf: str) -> SparkSession:
+def session(
+    remote: str | None = None,
+    *,
+    connect_timeout: float | None = None,
+    retry_timeout: float | None = None,
+    **conf: str,
+) -> SparkSession:
     """Return a Spark Connect session with the qbeast server plugin available.
 
     Args:
         remote: an ``sc://host:port`` URL. When None, ``SPARK_REMOTE`` is used if set;
             otherwise an embedded Connect server is started as a child process on a free
             localhost port (it needs Java 17) and stopped when this process exits.
+        connect_timeout: seconds to keep trying to reach the server while opening the
+            session (default ``QBEAST_CONNECT_TIMEOUT``, else 30).
+        retry_timeout: seconds any later call keeps retrying after the server stopped
+            answering, before it raises ``ServerUnavailableError`` (default
+            ``QBEAST_CONNECT_RETRY_TIMEOUT``, else 60). See ``spark/timeouts.py``.
         **conf: Spark settings. For an embedded server they are passed at start-up, so
             static settings work too; for a remote server they are set on the session.
 
     Returns:
-        The session. Calling ``session()`` again with the same target returns the same one.
+        The session. Calling ``session()`` again with the same target returns the same one,
+        unless its server stopped answering: then a new session is opened.
 
     Raises:
         JavaNotFoundError: an embedded server was needed and no Java runtime was found.
         PluginUnavailableError: the server cannot import the qbeast server plugin.
+        ServerUnavailableError: the server did not answer within ``connect_timeout``.
+        InvalidOptionError: a timeout is not a positive number of seconds.
 
     Example:
         >>> import qbeast_connect as qc
         >>> spark = qc.session()  # doctest: +SKIP
     """
+    from qbeast_connect.spark import timeouts
+
+    connect_s = timeouts.connect_timeout(connect_timeout)
+    retry_s = timeouts.retry_timeout(retry_timeout)
     target = remote or os.environ.get("SPARK_REMOTE") or "embedded"
     with _lock:
         cached = _cache.get(target)
         if cached is not None and not _is_stopped(cached):
-            return cached
+            if not _server_gone(cached):
+                return cached
+            _close_quietly(cached)
         if target == "embedded":
             server = _embedded.get(target)
             if server is None or not server.is_running():
                 server = LocalConnectServer(conf={k: str(v) for k, v in conf.items()}).start()
                 _embedded[target] = server
-            spark = _connect(server.url, {})
+            url, session_conf = server.url, {}
         else:
-            spark = _connect(target, conf)
-        register_plugin(spark)
+            url, session_conf = target, conf
+        spark, policy = _connect(url, connect_s)
+        try:
+            _set_conf(spark, session_conf)
+            register_plugin(spark)
+        except BaseException:
+            # the client would otherwise send clean-up calls to the server at exit
+            _close_quietly(spark)
+            raise
+        # the session is up: from now on a lost server is given the operation budget
+        policy.connected(retry_s)
         from qbeast_connect.progress import attach
 
         attach(spark)
@@ -84,36 +116,78 @@ def stop(remote: str | None = None) -> None:
         if remote is not None:
             spark = _cache.pop(remote, None)
             if spark is not None:
-                with contextlib.suppress(Exception):  # best effort on shutdown
-                    spark.stop()
+                _stop_once(spark)
             return
         for spark in _cache.values():
-            with contextlib.suppress(Exception):  # best effort on shutdown
-                spark.stop()
+            _stop_once(spark)
         _cache.clear()
         for server in _embedded.values():
             server.stop()
         _embedded.clear()
 
 
+def _stop_once(spark: SparkSession) -> None:
+    """Stop a session; its release call gets one attempt, not a retry budget."""
+    from qbeast_connect.spark.timeouts import retry_policy_of
+
+    policy = retry_policy_of(spark)
+    if policy is not None:
+        policy.give_up()
+    with contextlib.suppress(Exception):  # best effort on shutdown
+        spark.stop()
+
+
 def _is_stopped(spark: SparkSession) -> bool:
     return bool(getattr(spark, "is_stopped", False))
 
 
-def _connect(url: str, conf: dict[str, str]) -> SparkSession:
+def _server_gone(spark: SparkSession) -> bool:
+    """Whether a call of ``spark`` ran out of retries: its server is taken for gone."""
+    from qbeast_connect.spark.timeouts import retry_policy_of
+
+    policy = retry_policy_of(spark)
+    return policy is not None and policy.gave_up
+
+
+def _close_quietly(spark: SparkSession) -> None:
+    """Stop a session whose server is gone (its calls then fail without retrying)."""
+    with contextlib.suppress(Exception):  # best effort: the server may be gone
+        spark.stop()
+    for key, cached in list(_cache.items()):
+        if cached is spark:
+            del _cache[key]
+
+
+def _connect(url: str, connect_s: float) -> tuple[SparkSession, BoundedRetryPolicy]:
+    from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
+
+    from qbeast_connect.spark.timeouts import CHANNEL_OPTIONS, BoundedRetryPolicy
 
     # pyspark.sql.functions (used by us and by users' code) dispatches to the Connect
     # implementation only in Connect mode, which pyspark's own builder switches on like this.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-    builder = SparkSession.builder.remote(url)
+    channel = DefaultChannelBuilder(url, list(CHANNEL_OPTIONS))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        spark = SparkSession.builder.channelBuilder(channel).create()
+    # no call has reached the server yet: bound every retry from the first one on
+    policy = BoundedRetryPolicy(url, connect_s)
+    spark.client.set_retry_policies([policy])
+    # The client cleans up on the server when the process exits (an exit hook registered
+    # when it was created). Hooks run newest first, so this one runs before it: clean-up
+    # calls then get one attempt each, and a server that died meanwhile cannot hold the
+    # exit for a whole retry budget.
+    atexit.register(policy.give_up)
+    return spark, policy
+
+
+def _set_conf(spark: SparkSession, conf: dict[str, str]) -> None:
     with warnings.catch_warnings():
         # Connect warns for every non-SQL setting it cannot change at run time.
         warnings.simplefilter("ignore", UserWarning)
-        spark = builder.create()
         for key, value in conf.items():
             spark.conf.set(key, str(value))
-    return spark
 
 
 def _disable_plan_cache(spark: SparkSession) -> None:
