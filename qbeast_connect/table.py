@@ -169,9 +169,9 @@ class QbeastTable:
         state = load_table_state(spark, path, version=versionAsOf)
         if not state.exists:
             raise TableNotFoundError(
-                f"no table at {path}: write one with qbeast_connect.write(df, path, ...)"
+                f"no table at {state.path}: write one with qbeast_connect.write(df, path, ...)"
             )
-        return cls(spark, path, state)
+        return cls(spark, state.path, state)
 
     def refresh(self) -> QbeastTable:
         """Return this table at its latest version."""
@@ -181,7 +181,7 @@ class QbeastTable:
 
     @property
     def path(self) -> str:
-        """The table location."""
+        """The table location, canonical: relative paths resolved (see ``qbeast_connect.paths``)."""
         return self._path
 
     def version(self) -> int:

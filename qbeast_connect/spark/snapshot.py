@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from qbeast_connect.exceptions import TableNotFoundError
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.session import SNAPSHOT_FORMAT
 
 if TYPE_CHECKING:
@@ -68,8 +69,10 @@ def load_table_state(
     """Read the table state at ``path`` (latest, or at a version or timestamp).
 
     A missing table gives a state with ``version == -1`` unless a version or timestamp
-    was asked for, in which case :class:`TableNotFoundError` is raised.
+    was asked for, in which case :class:`TableNotFoundError` is raised. The state's
+    ``path`` is the canonical location of ``path`` (:mod:`qbeast_connect.spark.location`).
     """
+    path = table_location(spark, path)
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path)
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
@@ -102,6 +105,7 @@ def load_history(
     spark: SparkSession | ConnectSparkSession, path: str, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """Return the table's commitInfo entries (with ``version``), newest first."""
+    path = table_location(spark, path)
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path).option("what", "history")
     if limit is not None:
         reader = reader.option("limit", str(limit))

@@ -53,6 +53,7 @@ from qbeast_connect.options import (
     parse_write_options,
 )
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.session import WRITE_FORMAT
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
@@ -364,7 +365,8 @@ class _Writer:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
         self.df = df
-        self.path = path
+        # one canonical location for every later step: the plan, the commit, the result
+        self.path = table_location(df.sparkSession, path)
         self.mode = mode
         self.options = options
         self.remove_paths = remove_paths

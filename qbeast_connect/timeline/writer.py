@@ -22,6 +22,7 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 from qbeast_connect.timeline.partition import TimePartition
 from qbeast_connect.timeline.plan import (
@@ -263,6 +264,7 @@ def write_partitioned(
     if not isinstance(path, str) or not path.strip():
         raise InvalidOptionError("the table path must be a non-empty string")
     spark = cast("SparkSession", df.sparkSession)
+    path = table_location(spark, path)
     schema = df.schema
     column = _resolve_column([f.name for f in schema.fields], partitionColumn)
     data_type = next(f.dataType for f in schema.fields if f.name == column)
