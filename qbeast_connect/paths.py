@@ -6,7 +6,7 @@ The client, the server plugin and the command line all turn a user's path into o
 * an absolute local path, normalised (``/data/./t/`` -> ``/data/t``);
 * a ``file:`` URI (``file:/p``, ``file:///p``, ``file://localhost/p``) -> its absolute path,
   percent-decoded;
-* an ``s3://`` / ``s3a://`` URI, kept with its scheme, without trailing slashes;
+* an ``s3://`` / ``s3a://`` URI, kept (scheme in lower case) without trailing slashes;
 * a relative path, joined to the *server's* working directory. That is what Spark's own
   writers do (``df.write.parquet("events")`` lands under the working directory of the
   server's driver), and it is the only directory that the server's JVM reads and the
@@ -109,7 +109,13 @@ def qualify(location: str, working_dir: str | None = None) -> str:
     location = _check_text(location)
     scheme = _scheme(location)
     if scheme in _OBJECT_SCHEMES:
-        return location.rstrip("/")
+        # the bucket and key rules are checked where the store is opened (s3_storage)
+        rest = location[len(scheme) + 1 :]
+        if not rest.startswith("//") or not rest[2:].split("/", 1)[0]:
+            raise InvalidOptionError(
+                f"S3 location {location!r} names no bucket; write {scheme}://bucket/path"
+            )
+        return f"{scheme}:{rest}".rstrip("/")
     if scheme == "file":
         parts = urlsplit(location)
         if parts.netloc not in ("", "localhost"):

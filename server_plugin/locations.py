@@ -103,8 +103,9 @@ def check_new_table_location(storage: Storage, *, existing_files: bool = False) 
         raise InvalidOptionError(
             f"the table location {where} is not empty ({shown}) and holds no table; a new "
             "table needs an empty or new directory, so that vacuum never deletes files it "
-            "does not own. Choose another path, or convert a parquet directory with "
-            "convertToQbeast"
+            "does not own. Choose another path, convert a parquet directory with "
+            "convertToQbeast, or delete the directory if it only holds what a crashed first "
+            "write left"
         )
 
 

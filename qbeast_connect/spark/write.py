@@ -113,7 +113,8 @@ def write(
 
     Args:
         df: the data (a Spark Connect DataFrame).
-        path: the table location, as the server sees it.
+        path: the table location, as the server sees it (relative: to the server's
+            working directory; see ``qbeast_connect.paths``).
         columnsToIndex: ``"a,b"`` or ``"a:linear,b:hashing,c:quantiles"`` (``hash`` is
             accepted for ``hashing``). Required to create a table; on append it defaults to
             the table's columns.

@@ -228,7 +228,8 @@ def write_partitioned(
 
     Args:
         df: the rows (a Spark Connect DataFrame).
-        path: the table location, as the server sees it.
+        path: the table location, as the server sees it (relative: to the server's
+            working directory; see ``qbeast_connect.paths``).
         partitionColumn: the time column: a timestamp (an instant, converted to UTC), a
             date or ``timestamp_ntz`` (taken as UTC), or a string holding canonical
             partition strings of ``updatePeriod``.

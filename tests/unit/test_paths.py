@@ -45,6 +45,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "qbeast_spark_table
         ("file://localhost/data/my%20t", "/data/my t"),
         ("s3://bucket/t/", "s3://bucket/t"),
         ("s3a://bucket/t", "s3a://bucket/t"),
+        ("S3://bucket/t//", "s3://bucket/t"),
     ],
 )
 def test_qualify_gives_one_canonical_location(given: str, expected: str) -> None:
@@ -53,7 +54,7 @@ def test_qualify_gives_one_canonical_location(given: str, expected: str) -> None
 
 @pytest.mark.parametrize(
     "given",
-    ["", "  ", "gs://b/t", "hdfs:///t", "file://host/t", "file:rel/t", "a\x00b", "C:/t"],
+    ["", "  ", "gs://b/t", "hdfs:///t", "file://host/t", "file:rel/t", "a\x00b", "C:/t", "s3:b/t"],
 )
 def test_qualify_refuses_what_it_cannot_place(given: str) -> None:
     with pytest.raises(InvalidOptionError):
@@ -231,3 +232,25 @@ def test_location_errors_are_project_errors() -> None:
     for bad in ("", "gs://b/t", "events"):
         with pytest.raises(QbeastError):
             qualify(bad)
+
+
+def test_qualify_fuzz_only_project_errors_and_absolute_results() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    pieces = st.sampled_from(["/", ".", "..", "a", "file:", "s3://", "//", "%20", "\x00", ":"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.text(max_size=30), st.lists(pieces, max_size=8).map("".join)))
+    def check(text: str) -> None:
+        for base in (None, "/srv/work"):
+            try:
+                out = qualify(text, base)
+            except InvalidOptionError:
+                continue
+            assert out.startswith(("/", "s3://", "s3a://"))
+            if out.startswith("/"):
+                assert "/../" not in out + "/" and "//" not in out
+                assert qualify(out) == out  # canonical: a fixed point
+
+    check()
