@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from qbeast_connect.exceptions import InvalidOptionError, StorageError
+from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError, StorageError
 from qbeast_connect.paths import enclosing_table, is_relative, qualify
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 from server_plugin.faults import _ancestors, _is_java
@@ -75,6 +75,7 @@ def check_new_table_location(storage: Storage, *, existing_files: bool = False) 
     Raises:
         InvalidOptionError: The location is a file, is not empty, or lies inside the
             directory of another table.
+        CommitConflictError: A table appeared there since the write was planned.
     """
     where = storage.root_uri
     if isinstance(storage, LocalStorage):
@@ -92,6 +93,13 @@ def check_new_table_location(storage: Storage, *, existing_files: bool = False) 
         where = root
     if existing_files:
         return
+    from server_plugin.delta.log_reader import latest_version
+
+    if latest_version(storage) is not None:
+        raise CommitConflictError(
+            f"a table was created at {where} after this write was planned (a concurrent "
+            "writer); write again, in mode 'append' to add to it"
+        )
     try:
         present = [f.name for f in storage.list_files_recursive("")]
         if isinstance(storage, LocalStorage) and os.path.isdir(storage.root):

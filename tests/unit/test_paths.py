@@ -254,3 +254,14 @@ def test_qualify_fuzz_only_project_errors_and_absolute_results() -> None:
                 assert qualify(out) == out  # canonical: a fixed point
 
     check()
+
+
+def test_table_created_meanwhile_is_a_commit_conflict(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from qbeast_connect.exceptions import CommitConflictError
+
+    write_deltalake(str(tmp_path / "t"), pa.table({"x": [1]}))
+    with pytest.raises(CommitConflictError, match="concurrent"):
+        prepare_location(str(tmp_path / "t"), new_table=True)
