@@ -15,7 +15,8 @@ The client, the server plugin and the command line all turn a user's path into o
   :func:`qualify` refuses one otherwise.
 
 The canonical location is what the client sends to the server, what the log paths of a
-table are joined to, and what ``QbeastTable.path`` and ``WriteResult.path`` report.
+table are joined to (:func:`resolve_table_file`, which refuses any that leaves the table),
+and what ``QbeastTable.path`` and ``WriteResult.path`` report.
 
 This module imports no pyspark: the plugin's workers, the client and the CLI share it.
 The helpers that look at a local filesystem (:func:`enclosing_table`,
@@ -30,7 +31,7 @@ import posixpath
 import re
 from urllib.parse import unquote, urlsplit
 
-from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.exceptions import InvalidOptionError, UnsafePathError
 
 __all__ = [
     "DELTA_LOG",
@@ -39,6 +40,7 @@ __all__ = [
     "is_local",
     "is_relative",
     "qualify",
+    "resolve_table_file",
 ]
 
 #: The directory that makes a directory a Delta table.
@@ -196,3 +198,36 @@ def check_output_file(path: str) -> str:
             "or add to the table's files; write it outside the table directory"
         )
     return target
+
+
+def resolve_table_file(table_path: str, log_path: str) -> str:
+    """Resolve a file path from the log against the table root.
+
+    Relative paths are percent-decoded and joined to the root; absolute paths and URIs are
+    accepted only when they lie under the root. A ``..`` segment or a location outside the
+    table is refused, so a crafted log cannot make a read touch other files.
+
+    Raises:
+        UnsafePathError: the path escapes the table location.
+    """
+    root = table_path.rstrip("/")
+    decoded = unquote(log_path)
+    if "://" in decoded or decoded.startswith("/"):
+        candidate = decoded
+        for prefix in ("file://", "file:"):
+            if candidate.startswith(prefix) and not root.startswith(prefix):
+                candidate = candidate[len(prefix):]
+                break
+        if not candidate.startswith(root + "/"):
+            raise UnsafePathError(
+                f"the log names file {log_path!r}, which is outside the table at {table_path}"
+            )
+        rest = candidate[len(root) + 1 :]
+    else:
+        rest = decoded
+    segments = rest.split("/")
+    if any(seg in ("", ".", "..") for seg in segments) or "\\" in rest or "\x00" in rest:
+        raise UnsafePathError(
+            f"the log names file {log_path!r}, whose path is not a plain path inside the table"
+        )
+    return root + "/" + rest
