@@ -216,7 +216,7 @@ class Fact:
             ]
             if not selected:
                 continue
-            from qbeast_connect.table import resolve_table_file
+            from qbeast_connect.paths import resolve_table_file
             from server_plugin.s3_reader import SPARK_READER, read_files, reader_for
 
             frame: DataFrame
