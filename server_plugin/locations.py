@@ -16,11 +16,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError, StorageError
 from qbeast_connect.paths import enclosing_table, is_relative, qualify
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 from server_plugin.faults import _ancestors, _is_java
+
+#: What our writers create in a table directory before its first commit: data files named
+#: by a UUID (under ``column=value/`` directories for partitioned tables), and the log's
+#: directory with commit temporary files. A failed first write can leave these behind (a
+#: task still running when Spark aborts the job, a crash); they never block a retry.
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_LEFTOVER = re.compile(
+    rf"^(?:[^/=]+=[^/]*/)*(?:{_UUID}\.parquet)?$|^_delta_log/(?:\.tmp-{_UUID})?$"
+)
 
 __all__ = [
     "check_new_table_location",
@@ -103,17 +113,20 @@ def check_new_table_location(storage: Storage, *, existing_files: bool = False) 
     try:
         present = [f.name for f in storage.list_files_recursive("")]
         if isinstance(storage, LocalStorage) and os.path.isdir(storage.root):
-            present += [e.name + "/" for e in os.scandir(storage.root) if e.is_dir()]
+            for dirpath, dirnames, _files in os.walk(storage.root):
+                rel = os.path.relpath(dirpath, storage.root).replace(os.sep, "/")
+                present += [("" if rel == "." else rel + "/") + d + "/" for d in dirnames]
     except OSError as exc:
         raise StorageError(f"cannot list the table location {where}: {exc}") from exc
+    # what a first write that failed or crashed here left is ours: vacuum removes it later
+    present = [name for name in present if not _LEFTOVER.match(name)]
     if present:
         shown = ", ".join(sorted(present)[:3]) + (", ..." if len(present) > 3 else "")
         raise InvalidOptionError(
             f"the table location {where} is not empty ({shown}) and holds no table; a new "
             "table needs an empty or new directory, so that vacuum never deletes files it "
-            "does not own. Choose another path, convert a parquet directory with "
-            "convertToQbeast, or delete the directory if it only holds what a crashed first "
-            "write left"
+            "does not own. Choose another path, or convert a parquet directory with "
+            "convertToQbeast"
         )
 
 

@@ -127,12 +127,33 @@ def test_rejected_first_write_leaves_no_directory(spark: Any, tmp_path: Path) ->
     from pyspark.sql import functions as F
 
     target = tmp_path / "never"
-    # the column that fails is not indexed: statistics and estimation succeed, the tasks
-    # of the write job fail after creating the table directory
-    data = _rows(spark, 200).withColumn("bad", F.expr("assert_true(id < 150)"))
+    where = str(target)
 
-    with pytest.raises(Exception, match="id < 150"):
-        qc.write(data, str(target), columnsToIndex="id,k")
+    def fail_late(value):  # type: ignore[no-untyped-def]  # no hints: a plain Python UDF
+        # the task of ids >= 100 fails once the other task has written its file (and so
+        # created the table directory) and had time to report it: no task outlives the job
+        import os as os_
+        import time as time_
+
+        if value == 150:
+            deadline = time_.monotonic() + 60
+            while time_.monotonic() < deadline and not (
+                os_.path.isdir(where) and any(n.endswith(".parquet") for n in os_.listdir(where))
+            ):
+                time_.sleep(0.05)
+            time_.sleep(3)
+            raise ValueError("row 150 is refused")
+        return value
+
+    # the failing column is not indexed: statistics and estimation never evaluate it
+    data = (
+        spark.range(0, 200, numPartitions=2)
+        .selectExpr("id", "id % 7 as k")
+        .withColumn("bad", F.udf(fail_late, "long")("id"))
+    )
+
+    with pytest.raises(Exception, match="row 150 is refused"):
+        qc.write(data, where, columnsToIndex="id,k")
 
     assert not target.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == []

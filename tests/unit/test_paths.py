@@ -265,3 +265,19 @@ def test_table_created_meanwhile_is_a_commit_conflict(tmp_path: Path) -> None:
     write_deltalake(str(tmp_path / "t"), pa.table({"x": [1]}))
     with pytest.raises(CommitConflictError, match="concurrent"):
         prepare_location(str(tmp_path / "t"), new_table=True)
+
+
+def test_leftovers_of_a_failed_first_write_do_not_block_a_retry(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    uuid_name = "3f2c1a9e-1111-4222-8333-123456789abc.parquet"
+    (root / "dt=2020-01-01").mkdir(parents=True)
+    (root / "_delta_log").mkdir()
+    (root / uuid_name).write_bytes(b"orphan")
+    (root / "dt=2020-01-01" / uuid_name).write_bytes(b"orphan")
+    (root / "_delta_log" / ".tmp-3f2c1a9e-1111-4222-8333-123456789abc").write_bytes(b"{}")
+    check_new_table_location(storage_for(str(root)))
+    for other in ("part-00000.parquet", "dt=2020-01-01/notes.txt", "_delta_log/_last_checkpoint"):
+        (root / other).write_bytes(b"x")
+        with pytest.raises(InvalidOptionError, match="not empty"):
+            check_new_table_location(storage_for(str(root)))
+        (root / other).unlink()
