@@ -12,16 +12,15 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from qbeast_connect.exceptions import (
     InvalidOptionError,
     NotAQbeastTableError,
     TableNotFoundError,
-    UnsafePathError,
 )
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
+from qbeast_connect.paths import resolve_table_file
 from qbeast_connect.planning.file_planner import (
     ScanPlan,
     plan_files,
@@ -106,39 +105,6 @@ class ScanExplanation:
         return "\n".join(lines)
 
 
-def resolve_table_file(table_path: str, log_path: str) -> str:
-    """Resolve a file path from the log against the table root.
-
-    Relative paths are percent-decoded and joined to the root; absolute paths and URIs are
-    accepted only when they lie under the root. A ``..`` segment or a location outside the
-    table is refused, so a crafted log cannot make a read touch other files.
-
-    Raises:
-        UnsafePathError: the path escapes the table location.
-    """
-    root = table_path.rstrip("/")
-    decoded = unquote(log_path)
-    if "://" in decoded or decoded.startswith("/"):
-        candidate = decoded
-        for prefix in ("file://", "file:"):
-            if candidate.startswith(prefix) and not root.startswith(prefix):
-                candidate = candidate[len(prefix):]
-                break
-        if not candidate.startswith(root + "/"):
-            raise UnsafePathError(
-                f"the log names file {log_path!r}, which is outside the table at {table_path}"
-            )
-        rest = candidate[len(root) + 1 :]
-    else:
-        rest = decoded
-    segments = rest.split("/")
-    if any(seg in ("", ".", "..") for seg in segments) or "\\" in rest or "\x00" in rest:
-        raise UnsafePathError(
-            f"the log names file {log_path!r}, whose path is not a plain path inside the table"
-        )
-    return root + "/" + rest
-
-
 class QbeastTable:
     """A qbeast (or plain Delta) table at one version.
 
@@ -174,9 +140,9 @@ class QbeastTable:
         state = load_table_state(spark, path, version=versionAsOf)
         if not state.exists:
             raise TableNotFoundError(
-                f"no table at {path}: write one with qbeast_connect.write(df, path, ...)"
+                f"no table at {state.path}: write one with qbeast_connect.write(df, path, ...)"
             )
-        return cls(spark, path, state)
+        return cls(spark, state.path, state)
 
     def refresh(self) -> QbeastTable:
         """Return this table at its latest version."""
@@ -186,7 +152,7 @@ class QbeastTable:
 
     @property
     def path(self) -> str:
-        """The table location."""
+        """The table location, canonical: relative paths resolved (see ``qbeast_connect.paths``)."""
         return self._path
 
     def version(self) -> int:

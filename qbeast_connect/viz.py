@@ -27,6 +27,7 @@ from qbeast_connect.metrics import _html_grid, _resolve_revision, leaf_cubes
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.snapshot import CubeStatus, QbeastSnapshot
 from qbeast_connect.model.weight import MAX_WEIGHT, fraction_from_weight
+from qbeast_connect.paths import check_output_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -421,13 +422,16 @@ def plot_index(
 
     Raises:
         MissingDependencyError: matplotlib is not installed.
-        InvalidOptionError: No such revision, an unknown ``color_by`` or a bad selection.
+        InvalidOptionError: No such revision, an unknown ``color_by``, a bad selection, or a
+            ``path`` inside a table directory.
         NotAQbeastTableError: ``revision_id`` is None and the table has no qbeast metadata.
     """
     if color_by not in _COLOR_BY:
         raise InvalidOptionError(f"color_by must be one of {_COLOR_BY}, got {color_by!r}")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidOptionError(f"max_nodes must be an int ≥ 1, got {max_nodes!r}")
+    # never a file inside a table (its _delta_log, its data files): refused before drawing
+    target = None if path is None else check_output_file(os.fspath(path))
     figure_cls, canvas_cls, mpl = _import_matplotlib()
     revision = _resolve_revision(snapshot, revision_id)
     statuses = snapshot.cube_statuses(revision.revision_id)
@@ -464,8 +468,8 @@ def plot_index(
         ax = fig.add_subplot()
         _draw_tree(fig, ax, mpl, statuses, _values(statuses, color_by), selected, color_by)
     fig.suptitle(title, fontsize=11)
-    if path is not None:
-        fig.savefig(os.fspath(path), format="png", dpi=100)
+    if target is not None:
+        fig.savefig(target, format="png", dpi=100)
     return fig
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -31,7 +32,7 @@ from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import latest_version, read_snapshot
 from server_plugin.delta.properties import DELETED_FILE_RETENTION, parse_interval_ms
 from server_plugin.delta.schema import arrow_schema_to_delta
-from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 
 LAST_REVISION_KEY = "qbeast.lastRevisionID"
 
@@ -119,6 +120,10 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         raise TableNotFoundError(f"no Delta table at {path} (sourceFormat='delta')")
     if source != "parquet":
         raise InvalidOptionError(f"sourceFormat must be 'parquet' or 'delta', got {source!r}")
+    from server_plugin.locations import check_new_table_location
+
+    # the parquet files become the table's: never inside another table's directory
+    check_new_table_location(storage, existing_files=True)
     files = [f for f in storage.list_files_recursive("") if _is_data_file(f.name)]
     if not files:
         raise TableNotFoundError(f"no parquet files under {path} to convert")
@@ -251,12 +256,23 @@ def vacuum(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _candidate_files(storage: Storage) -> Iterator[Any]:
-    for info in storage.list_files_recursive(""):
+    """The files vacuum may delete: not in ``_delta_log``, not hidden, not in the directory
+    of a nested table (a subdirectory with its own ``_delta_log``), and not a symbolic link
+    (never written by a table writer; it may point anywhere)."""
+    listed = storage.list_files_recursive("")
+    nested = {
+        info.name.rsplit("/_delta_log/", 1)[0] + "/"
+        for info in listed
+        if "/_delta_log/" in info.name
+    }
+    for info in listed:
         first = info.name.split("/")[0]
         if first == "_delta_log":
             continue
         parts = info.name.split("/")
         hidden = any(p.startswith((".", "_")) and "=" not in p for p in parts)
-        if hidden:
+        if hidden or any(info.name.startswith(prefix) for prefix in nested):
+            continue
+        if isinstance(storage, LocalStorage) and os.path.islink(storage.local_path(info.name)):
             continue
         yield info

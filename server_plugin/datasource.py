@@ -43,13 +43,17 @@ def _whole_number(text: str | None, key: str) -> int | None:
 
 
 class _SnapshotReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], workdir: str | None = None) -> None:
         # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
         self.options = options
+        self.workdir = workdir
 
     def read(self, partition: Any) -> Iterator[tuple[str, str]]:
         if self.options.get("probe") == "true":
             yield ("plugin", json.dumps({"version": PLUGIN_VERSION}))
+            return
+        if self.options.get("what") == "workdir":
+            yield ("workdir", self.workdir or "")
             return
         from server_plugin.snapshot_rows import history_rows, snapshot_rows
 
@@ -80,7 +84,13 @@ class QbeastSnapshotSource(DataSource):
         return "kind string, payload string"
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _SnapshotReader(self.options)
+        workdir = None
+        if self.options.get("what") == "workdir":
+            # driver-side: the driver JVM's directory, which relative paths mean in Spark
+            from server_plugin.locations import server_working_dir
+
+            workdir = server_working_dir()
+        return _SnapshotReader(self.options, workdir)
 
 
 class _CommandReader(DataSourceReader):
@@ -108,8 +118,10 @@ class QbeastCommandSource(DataSource):
 
 
 class _IndexWriter(DataSourceArrowWriter):
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], created_root: bool = False) -> None:
         self.options = options
+        # the write creates the table's directory: a failed write removes it again
+        self.created_root = created_root
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         from qbeast_connect.write_plan import WritePlan
@@ -130,7 +142,7 @@ class _IndexWriter(DataSourceArrowWriter):
         from server_plugin.writer import abort_write
 
         plan = WritePlan.from_json(_require(self.options, "plan"))
-        abort_write(plan, messages)
+        abort_write(plan, messages, remove_dirs=self.created_root)
 
 
 class QbeastWriteSource(DataSource):
@@ -147,10 +159,14 @@ class QbeastWriteSource(DataSource):
             )
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.hooks import parse_hooks
+        from server_plugin.locations import prepare_location
 
+        plan = WritePlan.from_json(self.options["plan"])
         # fail before any task writes a file when a hook is not allowed here
-        parse_hooks(WritePlan.from_json(self.options["plan"]).hooks)
-        return _IndexWriter(self.options)
+        parse_hooks(plan.hooks)
+        # ... or when a new table's location holds other files or lies in another table
+        created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
+        return _IndexWriter(self.options, created_root)
 
 
 __all__ = ["QbeastCommandSource", "QbeastSnapshotSource", "QbeastWriteSource"]

@@ -85,7 +85,10 @@ def _require_path(options: Mapping[str, str]) -> str:
         raise InvalidOptionError(
             "format('qbeast') needs the table location: .load(path) or .save(path)"
         )
-    return str(path)
+    from server_plugin.locations import resolve_location
+
+    # relative paths mean the driver JVM's directory, as for Spark's own formats
+    return resolve_location(str(path))
 
 
 def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -619,9 +622,11 @@ def _space_text(transformation: Any) -> str:
 class QbeastFormatWriter(DataSourceArrowWriter):
     """Tasks index and write their rows; the driver makes one Delta commit."""
 
-    def __init__(self, plan_json: str, skip: bool) -> None:
+    def __init__(self, plan_json: str, skip: bool, created_root: bool = False) -> None:
         self.plan_json = plan_json
         self.skip = skip
+        # the write creates the table's directory: a failed write removes it again
+        self.created_root = created_root
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         from qbeast_connect.model.revision import Revision
@@ -649,7 +654,7 @@ class QbeastFormatWriter(DataSourceArrowWriter):
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.writer import abort_write
 
-        abort_write(WritePlan.from_json(self.plan_json), messages)
+        abort_write(WritePlan.from_json(self.plan_json), messages, remove_dirs=self.created_root)
 
 
 # --------------------------------------------------------------------------------------
@@ -696,8 +701,13 @@ class QbeastDataSource(DataSource):
         return QbeastScanReader(path, version, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        from server_plugin.locations import prepare_location
+
         plan, skip = plan_format_write(self.options, schema, overwrite)
-        return QbeastFormatWriter(plan.to_json(), skip)
+        created_root = not skip and prepare_location(
+            plan.table_path, new_table=plan.read_version < 0
+        )
+        return QbeastFormatWriter(plan.to_json(), skip, created_root)
 
 
 __all__ = [

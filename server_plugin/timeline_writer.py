@@ -457,9 +457,11 @@ def _plan(options: Mapping[str, str]) -> TimelineWritePlan:
 
 
 class _TimelineWriter(DataSourceArrowWriter):
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], created_root: bool = False) -> None:
         # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
         self.options = options
+        # the write creates the table's directory: a failed write removes it again
+        self.created_root = created_root
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return write_timeline_task(_plan(self.options), iterator)
@@ -469,6 +471,10 @@ class _TimelineWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         abort_timeline_write(_plan(self.options), messages)
+        if self.created_root:
+            from server_plugin.locations import remove_created_dirs
+
+            remove_created_dirs(storage_for(_plan(self.options).table_path))
 
 
 class QbeastTimelineWriteSource(DataSource):
@@ -479,5 +485,8 @@ class QbeastTimelineWriteSource(DataSource):
         return TIMELINE_WRITE_FORMAT
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-        _plan(self.options)
-        return _TimelineWriter(self.options)
+        from server_plugin.locations import prepare_location
+
+        plan = _plan(self.options)
+        created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
+        return _TimelineWriter(self.options, created_root)

@@ -330,10 +330,15 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     return version
 
 
-def abort_write(plan: WritePlan, messages: Sequence[Any]) -> None:
-    """Delete the files written by tasks of a failed write (they were never committed)."""
+def abort_write(plan: WritePlan, messages: Sequence[Any], *, remove_dirs: bool = False) -> None:
+    """Delete the files written by tasks of a failed write (they were never committed),
+    and with ``remove_dirs`` the empty directories it created (a failed first write)."""
     storage = storage_for(plan.table_path)
     _delete_files(storage, [f.path for f in _written_files(messages)])
+    if remove_dirs:
+        from server_plugin.locations import remove_created_dirs
+
+        remove_created_dirs(storage)
 
 
 def _delete_files(storage: Storage, paths: Iterable[str]) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.session import SNAPSHOT_FORMAT
 
 if TYPE_CHECKING:
@@ -94,12 +95,14 @@ def load_table_state(
     """Read the table state at ``path`` (latest, or at a version or timestamp).
 
     A missing table gives a state with ``version == -1`` unless a version or timestamp
-    was asked for, in which case :class:`TableNotFoundError` is raised.
+    was asked for, in which case :class:`TableNotFoundError` is raised. The state's
+    ``path`` is the canonical location of ``path`` (:mod:`qbeast_connect.spark.location`).
     """
     if version is not None:
         version = check_version_argument(version)
     if timestamp_ms is not None:
         timestamp_ms = check_version_argument(timestamp_ms, "timestampAsOf", "epoch milliseconds")
+    path = table_location(spark, path)
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path)
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
@@ -134,6 +137,7 @@ def load_history(
     """Return the table's commitInfo entries (with ``version``), newest first."""
     if limit is not None:
         limit = check_version_argument(limit, "limit", "the number of commits to list", 1)
+    path = table_location(spark, path)
     reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path).option("what", "history")
     if limit is not None:
         reader = reader.option("limit", str(limit))

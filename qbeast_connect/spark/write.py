@@ -53,6 +53,7 @@ from qbeast_connect.options import (
     parse_write_options,
 )
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.session import WRITE_FORMAT
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
@@ -112,7 +113,8 @@ def write(
 
     Args:
         df: the data (a Spark Connect DataFrame).
-        path: the table location, as the server sees it.
+        path: the table location, as the server sees it (relative: to the server's
+            working directory; see ``qbeast_connect.paths``).
         columnsToIndex: ``"a,b"`` or ``"a:linear,b:hashing,c:quantiles"`` (``hash`` is
             accepted for ``hashing``). Required to create a table; on append it defaults to
             the table's columns.
@@ -371,7 +373,8 @@ class _Writer:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
         self.df = df
-        self.path = path
+        # one canonical location for every later step: the plan, the commit, the result
+        self.path = table_location(df.sparkSession, path)
         self.mode = mode
         self.options = options
         self.remove_paths = remove_paths

@@ -16,7 +16,6 @@ import functools
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
 from qbeast_connect.spark.snapshot import TableState, load_table_state
@@ -217,16 +216,16 @@ class Fact:
             ]
             if not selected:
                 continue
+            from qbeast_connect.paths import resolve_table_file
             from server_plugin.s3_reader import SPARK_READER, read_files, reader_for
 
             frame: DataFrame
-            if reader_for(self._spark, path) == SPARK_READER:
-                reader = self._spark.read.schema(schema).option("basePath", path)
-                frame = reader.parquet(*[_absolute(path, str(a["path"])) for a in selected])
+            root = state.path  # the canonical location (relative paths resolved)
+            if reader_for(self._spark, root) == SPARK_READER:
+                reader = self._spark.read.schema(schema).option("basePath", root)
+                files = [resolve_table_file(root, str(a["path"])) for a in selected]
+                frame = reader.parquet(*files)
             else:  # an object store the server's Spark cannot open: the plugin reads
-                from qbeast_connect.table import resolve_table_file
-
-                root = path.rstrip("/")
                 frame = read_files(
                     self._spark,
                     root,
@@ -257,8 +256,3 @@ def _json(text: str | None) -> dict[str, object]:
     assert isinstance(value, dict)
     return value
 
-
-def _absolute(root: str, path: str) -> str:
-    if "://" in path or path.startswith("/"):
-        return path
-    return root.rstrip("/") + "/" + unquote(path)

@@ -22,6 +22,7 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 from qbeast_connect.timeline.partition import TimePartition
 from qbeast_connect.timeline.plan import (
@@ -227,7 +228,8 @@ def write_partitioned(
 
     Args:
         df: the rows (a Spark Connect DataFrame).
-        path: the table location, as the server sees it.
+        path: the table location, as the server sees it (relative: to the server's
+            working directory; see ``qbeast_connect.paths``).
         partitionColumn: the time column: a timestamp (an instant, converted to UTC), a
             date or ``timestamp_ntz`` (taken as UTC), or a string holding canonical
             partition strings of ``updatePeriod``.
@@ -263,6 +265,7 @@ def write_partitioned(
     if not isinstance(path, str) or not path.strip():
         raise InvalidOptionError("the table path must be a non-empty string")
     spark = cast("SparkSession", df.sparkSession)
+    path = table_location(spark, path)
     schema = df.schema
     column = _resolve_column([f.name for f in schema.fields], partitionColumn)
     data_type = next(f.dataType for f in schema.fields if f.name == column)

@@ -30,9 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from qbeast_connect.exceptions import InvalidOptionError, StorageError, UnsafePathError
+from qbeast_connect.paths import qualify
 from server_plugin.faults import crash_point
 
 __all__ = ["FileInfo", "LocalStorage", "Storage", "storage_for"]
@@ -394,8 +395,13 @@ class LocalStorage(Storage):
     def open_output(self, rel_path: str) -> BinaryIO:
         """Open a new file for binary writing, creating parent directories; fails if it exists."""
         path = self._file(rel_path)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        return open(path, "xb")
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "xb")
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc}") from exc
 
     def open_input(self, rel_path: str) -> BinaryIO:
         """Open a file for binary reading."""
@@ -444,27 +450,17 @@ def storage_for(
 
     Raises:
         InvalidOptionError: The location uses an unsupported scheme, a ``file://`` URI
-            names a remote host, or an ``s3://`` URI is malformed.
+            names a remote host, an ``s3://`` URI is malformed, or the path is relative
+            (resolve it first with ``server_plugin.locations.resolve_location``).
         MissingDependencyError: An ``s3://`` location without ``boto3`` installed.
     """
     location = os.fspath(uri_or_path)
     if not location:
         raise InvalidOptionError("table location is empty; pass a path or a file:// URI")
-    if _SCHEME_RE.match(location) and not re.match(r"^[A-Za-z]:[\\/]", location):
-        parts = urlsplit(location)
-        scheme = parts.scheme.lower()
-        if scheme in ("s3", "s3a"):
-            from .s3_storage import S3Storage
+    if urlsplit(location).scheme.lower() in ("s3", "s3a") and _SCHEME_RE.match(location):
+        from .s3_storage import S3Storage
 
-            return S3Storage.from_uri(location, options)
-        if scheme != "file":
-            raise InvalidOptionError(
-                f"table location {location!r} uses scheme {scheme!r}, which is not "
-                "supported; use a local path, a file:// URI or an s3:// (s3a://) URI"
-            )
-        if parts.netloc not in ("", "localhost"):
-            raise InvalidOptionError(
-                f"file URI {location!r} names host {parts.netloc!r}; use file:///absolute/path"
-            )
-        return LocalStorage(unquote(parts.path))
-    return LocalStorage(location)
+        return S3Storage.from_uri(location, options)
+    # one reading of local paths and file: URIs for client and plugin; a relative path is
+    # refused here: the caller resolves it first (qbeast_connect.paths, plugin.locations)
+    return LocalStorage(qualify(location))
