@@ -77,7 +77,10 @@ def computeQuantilesForColumn(  # noqa: N802 - PySpark-style camelCase API
             )
             bounds = values.agg(F.min("v"), F.max("v"), F.count("v")).first()
             if bounds is None or not bounds[2]:
-                raise InvalidOptionError(f"column {columnName!r} has no finite value")
+                raise InvalidOptionError(
+                    f"column {columnName!r} has no non-null value to take quantiles of "
+                    "(NULL, NaN and infinite values are skipped)"
+                )
             probabilities = [i / (numberOfQuantiles - 1) for i in range(numberOfQuantiles)]
             inner = values.approxQuantile("v", probabilities, float(relativeError))
             found = [float(bounds[0]), *(float(v) for v in inner), float(bounds[1])]
