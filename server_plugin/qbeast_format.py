@@ -570,8 +570,8 @@ def weighted_batches(
     import pyarrow as pa
 
     from qbeast_connect.index.hashing_np import spark_hash_columns
-    from qbeast_connect.index.normalize import column_values_as_float64, normalize
-    from qbeast_connect.model.transformation import IdentityTransformation
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import outside_space
     from qbeast_connect.write_plan import WEIGHT_COLUMN
 
     names = list(revision.column_names)
@@ -582,16 +582,7 @@ def weighted_batches(
                 continue
             columns = [batch.column(name) for name in names]
             points = normalize(revision.transformations, columns, names)
-            bad = ~((points >= 0.0) & (points <= 1.0))
-            for j, t in enumerate(revision.transformations):
-                if isinstance(t, IdentityTransformation):
-                    arr = columns[j]
-                    valid = np.asarray(arr.is_valid(), dtype=bool)
-                    if t.identity_value is None:
-                        bad[:, j] |= valid
-                    else:
-                        values = column_values_as_float64(arr)
-                        bad[:, j] |= valid & (values != float(t.identity_value))
+            bad = outside_space(revision.transformations, columns, points)
             if bad.any():
                 row, dim = (int(x) for x in np.argwhere(bad)[0])
                 raise InvalidOptionError(

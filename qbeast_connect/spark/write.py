@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import (
+    CommitConflictError,
+    InputChangedError,
     InvalidOptionError,
     NotAQbeastTableError,
     SchemaMismatchError,
@@ -55,6 +57,12 @@ from qbeast_connect.options import (
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.session import WRITE_FORMAT
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+from qbeast_connect.spark.write_input import (
+    check_column_names,
+    freeze,
+    plan_changes,
+    resolve_specs,
+)
 from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
 
 if TYPE_CHECKING:
@@ -81,8 +89,10 @@ class WriteResult:
         num_rows: rows written.
         timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
             table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
-            ``write`` (the job that writes the files and commits) and ``result`` (reading
-            the commit back). Phases a write did not need are absent.
+            ``materialize`` (only for an input that is not deterministic or that changed
+            during the write: computing it once, see ``write_input``), ``write`` (the job
+            that writes the files and commits) and ``result`` (reading the commit back).
+            Phases a write did not need are absent.
     """
 
     path: str
@@ -102,8 +112,8 @@ def write(
     *,
     columnsToIndex: str | None = None,  # noqa: N803 - qbeast-spark option names
     cubeSize: int | None = None,  # noqa: N803
-    columnStats: str | None = None,  # noqa: N803
-    mode: str = "errorifexists",
+    columnStats: str | Mapping[str, Any] | None = None,  # noqa: N803
+    mode: str | None = "errorifexists",
     txnAppId: str | None = None,  # noqa: N803
     txnVersion: int | None = None,  # noqa: N803
     **options: Any,
@@ -118,12 +128,13 @@ def write(
             the table's columns.
         cubeSize: desired rows per cube (default 5,000,000 for a new table; on append the
             table's). Stored in the revision as ``desiredCubeSize``.
-        columnStats: JSON with ``<col>_min``/``<col>_max``/``<col>_quantiles`` that widen
-            (never shrink) the indexed space.
-        mode: ``errorifexists`` (default), ``append``, ``overwrite`` or ``ignore``.
+        columnStats: ``<col>_min``/``<col>_max``/``<col>_quantiles`` that widen (never
+            shrink) the indexed space, as JSON text or as a dict.
+        mode: ``errorifexists`` (default; also None), ``append``, ``overwrite`` or ``ignore``.
         txnAppId: with ``txnVersion``, makes the write idempotent: a pair already committed
-            makes the write a no-op.
-        txnVersion: see ``txnAppId``.
+            makes the write a no-op, also when it was committed by a write still running
+            when this one started (a retry after a client died).
+        txnVersion: see ``txnAppId``; an integer in ``[0, 2**63-1]``.
         **options: other options: ``userMetadata``, ``mergeSchema``, ``delta.*`` table
             properties. Unknown options are rejected.
 
@@ -166,10 +177,10 @@ class DataFrameQbeastWriter:
         self._mode = "errorifexists"
         self._options: dict[str, Any] = {}
 
-    def mode(self, mode: str) -> DataFrameQbeastWriter:
-        """Set the save mode (``errorifexists``, ``append``, ``overwrite``, ``ignore``)."""
-        parse_mode(mode)
-        self._mode = mode
+    def mode(self, mode: str | None) -> DataFrameQbeastWriter:
+        """Set the save mode (``errorifexists``, ``append``, ``overwrite``, ``ignore``;
+        None is the default)."""
+        self._mode = parse_mode(mode)
         return self
 
     def option(self, key: str, value: Any) -> DataFrameQbeastWriter:
@@ -378,6 +389,8 @@ class _Writer:
         )
         self.spark = df.sparkSession
         self.timings: dict[str, float] = {}
+        #: True once ``df`` is a frozen copy of the input (see ``write_input``).
+        self.frozen = False
 
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -400,6 +413,7 @@ class _Writer:
             raise InvalidOptionError(
                 f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
             )
+        check_column_names(schema, self.path)
         with self._phase("snapshot"):
             state = load_table_state(self.spark, self.path)
         if state.exists:
@@ -447,10 +461,72 @@ class _Writer:
                 "option columnsToIndex is required to create a qbeast table, "
                 "e.g. columnsToIndex='x,y' or 'x:linear,name:hashing'"
             )
+        specs = resolve_specs(specs, schema.names)
         user_stats = parse_column_stats(
             self.options.column_stats, {s.name: column_types.get(s.name, "") for s in specs}
         ) if self.options.column_stats else {}
         index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
+        if self.data_change and not self.frozen:
+            with self._phase("statistics"):
+                changes = plan_changes(self.df)
+            if changes:
+                with self._phase("materialize"):
+                    self._freeze()
+        try:
+            return self._index(
+                state, qsnap, latest, appending, specs, index_types, user_stats, schema,
+                schema_string,
+            )
+        except InputChangedError:
+            if self.frozen or not self.data_change:
+                raise
+            # a changing source, or a non-determinism the plan did not show: once more, on
+            # rows computed once (the failed write job committed nothing and left no file)
+            with self._phase("materialize"):
+                self._freeze()
+            return self._index(
+                state, qsnap, latest, appending, specs, index_types, user_stats, schema,
+                schema_string,
+            )
+        except CommitConflictError:
+            skipped = self._txn_already_committed()
+            if skipped is None:
+                raise
+            return skipped
+
+    def _freeze(self) -> None:
+        with translate_errors():
+            self.df = freeze(self.df)
+        self.frozen = True
+
+    def _txn_already_committed(self) -> WriteResult | None:
+        """After a commit conflict: the skipped result if a concurrent write committed this
+        write's ``txnAppId``/``txnVersion`` (e.g. the first attempt of a retried write)."""
+        app, version = self.options.txn_app_id, self.options.txn_version
+        if app is None or version is None:
+            return None
+        done = load_table_state(self.spark, self.path).txns.get(app)
+        if done is None or done < version:
+            return None
+        return WriteResult(
+            self.path,
+            None,
+            skipped=True,
+            reason=f"txn {app}@{done} committed by a concurrent write",
+        )
+
+    def _index(
+        self,
+        state: TableState,
+        qsnap: Any,
+        latest: Revision | None,
+        appending: bool,
+        specs: tuple[ColumnSpec, ...],
+        index_types: Mapping[str, QDataType],
+        user_stats: Mapping[str, ColumnStats],
+        schema: StructType,
+        schema_string: str,
+    ) -> WriteResult:
         with self._phase("statistics"):
             total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
         self.input_partitions = len(per_partition)
@@ -610,9 +686,11 @@ class _Writer:
             }
         )
         names = list(revision.column_names)
+        # plain positional names: mapInArrow resolves its input by name, and a dot or a
+        # backtick in a column name would be read as a path
         projected = self.df.select(
             F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN),
-            *[F.col(_quote(n)) for n in names],
+            *[F.col(_quote(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
         )
         if fraction < 1.0:
             projected = projected.sample(withReplacement=False, fraction=fraction, seed=17)
