@@ -34,6 +34,7 @@ Writing: ``df.write.format("qbeast").option(...).mode("append" | "overwrite").sa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -430,6 +431,7 @@ def plan_format_write(
     from qbeast_connect.model.revision import parse_column_stats, plan_revision
     from qbeast_connect.options import parse_write_options
     from qbeast_connect.spark.write import _nullable_schema_json, _spark_type_name
+    from qbeast_connect.spark.write_input import check_column_names, resolve_specs
     from qbeast_connect.write_plan import RESERVED_COLUMNS, WritePlan
     from server_plugin.hooks import parse_hooks
 
@@ -441,6 +443,7 @@ def plan_format_write(
         raise InvalidOptionError(
             f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
         )
+    check_column_names(schema, path)
     snapshot = read_delta_snapshot(path, None)
     exists = snapshot is not None
     appending = exists and not overwrite
@@ -470,6 +473,8 @@ def plan_format_write(
             ".option('columnsToIndex', 'x,y') with .option('columnStats', "
             '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
         )
+    with contextlib.suppress(InvalidOptionError):  # absent names are reported below
+        specs = resolve_specs(specs, list(column_types))
     by_lower = {k.lower(): k for k in column_types}
     absent = [s.name for s in specs if s.name not in column_types]
     if absent:
