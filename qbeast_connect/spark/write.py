@@ -60,7 +60,7 @@ from qbeast_connect.spark.snapshot import TableState, load_history, load_table_s
 from qbeast_connect.spark.write_input import (
     check_column_names,
     freeze,
-    plan_changes,
+    plan_looks_nondeterministic,
     resolve_specs,
 )
 from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
@@ -466,12 +466,9 @@ class _Writer:
             self.options.column_stats, {s.name: column_types.get(s.name, "") for s in specs}
         ) if self.options.column_stats else {}
         index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
-        if self.data_change and not self.frozen:
-            with self._phase("statistics"):
-                changes = plan_changes(self.df)
-            if changes:
-                with self._phase("materialize"):
-                    self._freeze()
+        if self.data_change and not self.frozen and plan_looks_nondeterministic(self.df):
+            with self._phase("materialize"):
+                self._freeze()
         try:
             return self._index(
                 state, qsnap, latest, appending, specs, index_types, user_stats, schema,

@@ -11,10 +11,11 @@ Two things can break that:
 
 The write freezes such inputs with ``localCheckpoint(eager=True)``: the rows are computed
 once and kept on the executors, and every job reads those. Freezing costs a full extra pass
-and executor storage, so it is done only when needed: up front when the plan is seen to be
-non-deterministic (:func:`plan_changes`), and otherwise when a job of the write meets a row
-outside the revision's space (:class:`~qbeast_connect.exceptions.InputChangedError`), after
-which the write is redone once on the frozen input.
+and executor storage, so it is done only when needed: up front when the client-side plan
+calls a non-deterministic function (:func:`plan_looks_nondeterministic`, no round trip),
+and otherwise when a job of the write meets a row outside the revision's space
+(:class:`~qbeast_connect.exceptions.InputChangedError`), after which the write is redone
+once on the frozen input.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["check_column_names", "freeze", "plan_changes", "resolve_specs"]
+__all__ = ["check_column_names", "freeze", "plan_looks_nondeterministic", "resolve_specs"]
 
 
 def check_column_names(schema: StructType, path: str) -> None:
@@ -89,28 +90,48 @@ def resolve_specs(
     return tuple(out)
 
 
-_EXPR_ID = re.compile(r"#\d+L?")
+#: Functions whose value differs between two evaluations of one plan: a new instant per
+#: query, or a seed Spark draws when it analyses the plan (the Connect client seeds the
+#: ``F.rand()``-style calls itself, so only SQL text and argument-less calls draw one).
+_TIME_FUNCTIONS = (
+    "current_timestamp|now|current_date|curdate|localtimestamp|current_time|unix_timestamp"
+)
+_SEEDED_FUNCTIONS = "rand|randn|random|uuid|shuffle|randstr|uniform"
+_CHANGING_TEXT = re.compile(
+    # SQL text: a time function (SQL allows some without parentheses), an unseeded call
+    rf"\b(?:current_timestamp|current_date|localtimestamp|current_time)\b"
+    rf"|\b(?:{_TIME_FUNCTIONS})\s*\("
+    r"|\b(?:rand|randn|random|uuid)\s*\(\s*\)"
+    r"|\b(?:shuffle|randstr|uniform)\s*\(",
+    re.IGNORECASE,
+)
+_CHANGING_CALL = re.compile(
+    # DataFrame API: a time function, or a seeded function called without arguments
+    rf'function_name: "(?:{_TIME_FUNCTIONS})"|function_name: "(?:{_SEEDED_FUNCTIONS})"\s*}}',
+    re.IGNORECASE,
+)
+_UDF = "common_inline_user_defined_function {"
+_DETERMINISTIC_UDF = "deterministic: true"
 
 
-def _plan_text(df: DataFrame) -> str | None:
-    explain = getattr(df, "_explain_string", None)
-    if explain is None:
-        return None
-    return _EXPR_ID.sub("#", str(explain(mode="simple")))
+def plan_looks_nondeterministic(df: DataFrame) -> bool:
+    """Whether ``df``'s plan visibly calls something that changes between evaluations.
 
-
-def plan_changes(df: DataFrame) -> bool:
-    """Whether two analyses of ``df``'s plan differ: the plan is non-deterministic.
-
-    Spark gives ``rand()``, ``uuid()``, ``shuffle()`` and friends a fresh seed, and
-    ``current_timestamp()``/``now()`` a fresh instant, each time it analyses and optimizes
-    a plan, which it does again for every job: two physical plans that differ in more than
-    expression ids mean the jobs of a write would see different rows. Costs two planning
-    round trips, no job. A False answer is no proof of determinism (a changing source or a
-    non-deterministic UDF is not visible here); writes catch those in their tasks.
+    Looks at the client-side plan only (no round trip, microseconds): SQL text and
+    expression strings calling ``rand()``, ``uuid()``, ``shuffle()``, ``current_timestamp()``,
+    ``now()`` and the like, the same functions called without a seed through the
+    DataFrame API, and Python UDFs declared non-deterministic. A False answer is no proof:
+    a view or table hiding such a call, or a source that changes, is not visible here, and
+    writes catch those in their tasks (:class:`InputChangedError`). A True answer may be a
+    false alarm (a string literal that looks like a call), which costs one materialisation.
     """
-    first = _plan_text(df)
-    return first is not None and first != _plan_text(df)
+    to_proto = getattr(getattr(df, "_plan", None), "to_proto", None)
+    if to_proto is None:
+        return False
+    text = str(to_proto(df.sparkSession.client))
+    if _CHANGING_TEXT.search(text) or _CHANGING_CALL.search(text):
+        return True
+    return text.count(_UDF) > text.count(_DETERMINISTIC_UDF)
 
 
 def freeze(df: DataFrame) -> DataFrame:

@@ -404,3 +404,27 @@ def test_column_stats_given_as_a_dict(spark: Any, table_path: str) -> None:
     with pytest.raises(qc.InvalidOptionError, match="JSON values"):
         qc.write(df, str(Path(table_path).parent / "other"), columnsToIndex="x",
                  columnStats={"x_min": dt.datetime(2020, 1, 1)})
+
+
+def test_non_deterministic_plans_are_recognised_without_a_job(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.spark.write_input import plan_looks_nondeterministic as looks
+
+    base = spark.range(10)
+    changing = [
+        base.selectExpr("id", "rand() as x"),
+        base.selectExpr("id", "UUID() as u"),
+        base.withColumn("t", F.current_timestamp()),
+        base.where("id < now()"),
+        spark.sql("select id, shuffle(array(1, 2)) as s from range(3)"),
+        base.withColumn("u", F.udf(lambda v: v, "long").asNondeterministic()("id")),
+    ]
+    steady = [
+        base.selectExpr("id", "rand(7) as x", "'brand' as b"),
+        base.withColumn("x", F.rand()),  # the Connect client draws the seed once
+        base.withColumn("u", F.udf(lambda v: v, "long")("id")),
+        base.selectExpr("id * 2 as y"),
+    ]
+    assert [looks(df) for df in changing] == [True] * len(changing)
+    assert [looks(df) for df in steady] == [False] * len(steady)
