@@ -428,3 +428,15 @@ def test_non_deterministic_plans_are_recognised_without_a_job(spark: Any) -> Non
     ]
     assert [looks(df) for df in changing] == [True] * len(changing)
     assert [looks(df) for df in steady] == [False] * len(steady)
+
+
+def test_timeline_write_counts_rows_of_files_with_nan(spark: Any, table_path: str) -> None:
+    from qbeast_connect.timeline.writer import write_partitioned
+
+    df = spark.range(0, 40).selectExpr(
+        "date_add(date'2024-01-01', cast(id % 2 as int)) as dt",
+        "case when id % 2 = 0 then double('NaN') else double('inf') end as y",
+    )
+    result = write_partitioned(df, table_path, partitionColumn="dt", updatePeriod="daily")
+    assert result.num_rows == 40
+    assert deltalake_table(table_path).num_rows == 40
