@@ -29,7 +29,8 @@ def estimate_domains(
         params_json: JSON with ``revision`` (revision JSON), ``groupCubeSize``,
             ``bufferCapacity`` and ``existing`` (cube string -> max weight of the index
             being appended to, or empty).
-        batches: Arrow batches with the weight column and the indexed columns.
+        batches: Arrow batches with the weight column, then the indexed columns in the
+            revision's order (read by position).
     """
     from qbeast_connect.index.estimation import DomainEstimator
     from qbeast_connect.index.normalize import normalize

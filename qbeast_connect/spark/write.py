@@ -59,6 +59,7 @@ from qbeast_connect.spark.session import WRITE_FORMAT
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 from qbeast_connect.spark.write_input import (
     check_column_names,
+    committed_txn_version,
     freeze,
     plan_looks_nondeterministic,
     resolve_specs,
@@ -469,48 +470,34 @@ class _Writer:
         if self.data_change and not self.frozen and plan_looks_nondeterministic(self.df):
             with self._phase("materialize"):
                 self._freeze()
+        index = functools.partial(
+            self._index, state, qsnap, latest, appending, specs, index_types, user_stats,
+            schema, schema_string,
+        )
         try:
-            return self._index(
-                state, qsnap, latest, appending, specs, index_types, user_stats, schema,
-                schema_string,
-            )
-        except InputChangedError:
-            if self.frozen or not self.data_change:
-                raise
-            # a changing source, or a non-determinism the plan did not show: once more, on
-            # rows computed once (the failed write job committed nothing and left no file)
-            with self._phase("materialize"):
-                self._freeze()
-            return self._index(
-                state, qsnap, latest, appending, specs, index_types, user_stats, schema,
-                schema_string,
-            )
+            try:
+                return index()
+            except InputChangedError:
+                if self.frozen or not self.data_change:
+                    raise
+                # a changing source, or a non-determinism the plan did not show: once more,
+                # on rows computed once (the failed job committed nothing, left no file)
+                with self._phase("materialize"):
+                    self._freeze()
+                return index()
         except CommitConflictError:
-            skipped = self._txn_already_committed()
-            if skipped is None:
+            app, version = self.options.txn_app_id, self.options.txn_version
+            done = committed_txn_version(self.spark, self.path, app, version)
+            if done is None:
                 raise
-            return skipped
+            # the same txn, committed meanwhile by an earlier attempt of this write
+            reason = f"txn {app}@{done} committed by a concurrent write"
+            return WriteResult(self.path, None, skipped=True, reason=reason)
 
     def _freeze(self) -> None:
         with translate_errors():
             self.df = freeze(self.df)
         self.frozen = True
-
-    def _txn_already_committed(self) -> WriteResult | None:
-        """After a commit conflict: the skipped result if a concurrent write committed this
-        write's ``txnAppId``/``txnVersion`` (e.g. the first attempt of a retried write)."""
-        app, version = self.options.txn_app_id, self.options.txn_version
-        if app is None or version is None:
-            return None
-        done = load_table_state(self.spark, self.path).txns.get(app)
-        if done is None or done < version:
-            return None
-        return WriteResult(
-            self.path,
-            None,
-            skipped=True,
-            reason=f"txn {app}@{done} committed by a concurrent write",
-        )
 
     def _index(
         self,

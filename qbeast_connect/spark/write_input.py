@@ -28,10 +28,16 @@ from qbeast_connect.exceptions import InvalidOptionError, UnsupportedInputError
 from qbeast_connect.model.column_spec import ColumnSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["check_column_names", "freeze", "plan_looks_nondeterministic", "resolve_specs"]
+__all__ = [
+    "check_column_names",
+    "committed_txn_version",
+    "freeze",
+    "plan_looks_nondeterministic",
+    "resolve_specs",
+]
 
 
 def check_column_names(schema: StructType, path: str) -> None:
@@ -141,3 +147,21 @@ def freeze(df: DataFrame) -> DataFrame:
     returned DataFrame is referenced by the client.
     """
     return df.localCheckpoint(eager=True)
+
+
+def committed_txn_version(
+    spark: SparkSession, path: str, app_id: str | None, version: int | None
+) -> int | None:
+    """The table's version of ``app_id`` if it already covers ``version``, else None.
+
+    A write with ``txnAppId``/``txnVersion`` that loses its commit to a write holding the
+    same application id asks this: when the winner recorded this version (or a later
+    one), the two were attempts of one logical write (a retry after a client died, say)
+    and this one is a no-op rather than an error.
+    """
+    if app_id is None or version is None:
+        return None
+    from qbeast_connect.spark.snapshot import load_table_state
+
+    done = load_table_state(spark, path).txns.get(app_id)
+    return done if done is not None and done >= version else None
