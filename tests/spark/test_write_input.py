@@ -295,7 +295,8 @@ def test_mode_none_is_the_default_mode(spark: Any, table_path: str) -> None:
 
 
 def test_dotted_and_backticked_column_names_are_indexed(spark: Any, table_path: str) -> None:
-    df = spark.range(0, 2000, numPartitions=2).selectExpr(
+    # six partitions: the consolidating write (an Arrow UDF over the indexed columns) too
+    df = spark.range(0, 2000, numPartitions=6).selectExpr(
         "id as `a.b`", "cast(id % 37 as double) as `c``d`", "id * 2 as `e.f`"
     )
     result = qc.write(df, table_path, columnsToIndex="a.b,`c``d`", cubeSize=300)
