@@ -16,6 +16,7 @@ __all__ = [
     "CommitConflictError",
     "CommitRetriesExhaustedError",
     "CorruptLogError",
+    "InputChangedError",
     "InvalidOptionError",
     "JavaNotFoundError",
     "MetadataFormatError",
@@ -157,6 +158,18 @@ class UnsupportedInputError(QbeastError, ValueError):
     """The input (a value, a column name, a predicate) is valid Spark but cannot be handled."""
 
     code = "QBEAST_UNSUPPORTED_INPUT"
+
+
+class InputChangedError(QbeastError):
+    """The rows a write job read are not the rows its statistics were computed on.
+
+    Raised by write tasks that meet a row outside the space of the revision planned from
+    the statistics job: the input is not deterministic (``rand()``, ``uuid()``,
+    ``current_timestamp()``) or its source changed during the write. ``write`` catches it
+    and redoes the write once on a materialised copy of the input.
+    """
+
+    code = "QBEAST_INPUT_CHANGED"
 
 
 def _all_subclasses(cls: type[QbeastError]) -> list[type[QbeastError]]:

@@ -6,6 +6,7 @@ Each default is written once, here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -26,6 +27,8 @@ PRE_COMMIT_HOOK_PREFIX = "qbeastPreCommitHook"
 CUBE_SIZE_DEFAULT = 5_000_000
 #: Rows per local tree in the estimation job (qbeast-spark's cubeDomainsBufferCapacity).
 BUFFER_CAPACITY_DEFAULT = 100_000
+#: Largest ``txnVersion``: Delta stores it as a signed 64-bit integer.
+TXN_VERSION_MAX = 2**63 - 1
 
 WriteMode = Literal["errorifexists", "append", "overwrite", "ignore"]
 WRITE_MODES: tuple[str, ...] = ("errorifexists", "append", "overwrite", "ignore")
@@ -47,12 +50,20 @@ _KNOWN = {
 }
 
 
-def parse_mode(mode: str) -> WriteMode:
+def parse_mode(mode: str | None) -> WriteMode:
     """Normalize a save mode name (case-insensitive; ``error`` means ``errorifexists``).
+
+    None means the default, ``errorifexists``, as in PySpark's ``DataFrameWriter.save``.
 
     Raises:
         InvalidOptionError: the mode is not one of the accepted names.
     """
+    if mode is None:
+        return "errorifexists"
+    if not isinstance(mode, str):
+        raise InvalidOptionError(
+            f"the save mode must be a string, one of {', '.join(WRITE_MODES)}; got {mode!r}"
+        )
     key = mode.strip().lower()
     key = _MODE_ALIASES.get(key, key)
     if key not in WRITE_MODES:
@@ -107,6 +118,34 @@ def _as_int(name: str, value: object, *, positive: bool) -> int:
     return number
 
 
+def _txn_version(value: object) -> int:
+    number = _as_int(TXN_VERSION, value, positive=False)
+    if not 0 <= number <= TXN_VERSION_MAX:
+        raise InvalidOptionError(
+            f"option {TXN_VERSION} must be between 0 and 2**63-1 (a Delta txn version is a "
+            f"signed 64-bit integer), got {number}"
+        )
+    return number
+
+
+def _column_stats_text(value: object) -> str:
+    """``columnStats`` as JSON text: a JSON string, or a dict encoded as JSON."""
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(dict(value), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidOptionError(
+                f"option {COLUMN_STATS} given as a dict must hold JSON values (numbers, "
+                f"strings, lists of them), as in {{'a_min': 0, 'a_max': 10}}: {exc}"
+            ) from None
+    if isinstance(value, str):
+        return value
+    raise InvalidOptionError(
+        f"option {COLUMN_STATS} must be a JSON string or a dict like "
+        f"{{'a_min': 0, 'a_max': 10}}, got {type(value).__name__}"
+    )
+
+
 def _as_bool(name: str, value: object) -> bool:
     if isinstance(value, bool):
         return value
@@ -141,7 +180,7 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
                 raise InvalidOptionError(f"option {canonical} is given twice")
             values[canonical] = value
         elif key.lower().startswith("delta."):
-            properties[key] = str(value)
+            properties[key] = str(value).lower() if isinstance(value, bool) else str(value)
         elif key.lower().startswith(PRE_COMMIT_HOOK_PREFIX.lower() + "."):
             hooks[key[len(PRE_COMMIT_HOOK_PREFIX) + 1 :]] = str(value)
         else:
@@ -171,14 +210,15 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
     if app_id is not None and str(app_id).strip() == "":
         raise InvalidOptionError("option txnAppId must not be empty")
     stats = values.get(COLUMN_STATS)
+    from server_plugin.delta.properties import checked_table_properties
+
+    properties = checked_table_properties(properties)
     return WriteOptions(
         columns_to_index=columns,
         cube_size=None if cube_size is None else _as_int(CUBE_SIZE, cube_size, positive=True),
-        column_stats=None if stats is None else str(stats),
+        column_stats=None if stats is None else _column_stats_text(stats),
         txn_app_id=None if app_id is None else str(app_id),
-        txn_version=(
-            None if txn_version is None else _as_int(TXN_VERSION, txn_version, positive=False)
-        ),
+        txn_version=None if txn_version is None else _txn_version(txn_version),
         user_metadata=None if values.get(USER_METADATA) is None else str(values[USER_METADATA]),
         merge_schema=_as_bool(MERGE_SCHEMA, values.get(MERGE_SCHEMA, False)),
         table_properties=properties,

@@ -34,6 +34,7 @@ Writing: ``df.write.format("qbeast").option(...).mode("append" | "overwrite").sa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -433,6 +434,7 @@ def plan_format_write(
     from qbeast_connect.model.revision import parse_column_stats, plan_revision
     from qbeast_connect.options import parse_write_options
     from qbeast_connect.spark.write import _nullable_schema_json, _spark_type_name
+    from qbeast_connect.spark.write_input import check_column_names, resolve_specs
     from qbeast_connect.write_plan import RESERVED_COLUMNS, WritePlan
     from server_plugin.hooks import parse_hooks
 
@@ -444,6 +446,7 @@ def plan_format_write(
         raise InvalidOptionError(
             f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
         )
+    check_column_names(schema, path)
     snapshot = read_delta_snapshot(path, None)
     exists = snapshot is not None
     appending = exists and not overwrite
@@ -473,6 +476,8 @@ def plan_format_write(
             ".option('columnsToIndex', 'x,y') with .option('columnStats', "
             '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
         )
+    with contextlib.suppress(InvalidOptionError):  # absent names are reported below
+        specs = resolve_specs(specs, list(column_types))
     by_lower = {k.lower(): k for k in column_types}
     absent = [s.name for s in specs if s.name not in column_types]
     if absent:
@@ -573,8 +578,8 @@ def weighted_batches(
     import pyarrow as pa
 
     from qbeast_connect.index.hashing_np import spark_hash_columns
-    from qbeast_connect.index.normalize import column_values_as_float64, normalize
-    from qbeast_connect.model.transformation import IdentityTransformation
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import outside_space
     from qbeast_connect.write_plan import WEIGHT_COLUMN
 
     names = list(revision.column_names)
@@ -585,17 +590,7 @@ def weighted_batches(
                 continue
             columns = [batch.column(name) for name in names]
             points = normalize(revision.transformations, columns, names)
-            bad = ~((points >= 0.0) & (points <= 1.0))
-            for j, t in enumerate(revision.transformations):
-                if isinstance(t, IdentityTransformation):
-                    arr = columns[j]
-                    values = column_values_as_float64(arr)
-                    # NaN and ±infinity never widen a revision (model.linear_scale)
-                    valid = np.asarray(arr.is_valid(), dtype=bool) & np.isfinite(values)
-                    if t.identity_value is None:
-                        bad[:, j] |= valid
-                    else:
-                        bad[:, j] |= valid & (values != float(t.identity_value))
+            bad = outside_space(revision.transformations, columns, points)
             if bad.any():
                 row, dim = (int(x) for x in np.argwhere(bad)[0])
                 raise InvalidOptionError(

@@ -413,6 +413,8 @@ def commit_timeline_write(
             is_blind_append=blind,
             snapshot=base,
             txn_id=plan.txn_id or None,
+            # counted by the tasks: files holding NaN or infinities have no stats
+            num_output_rows=sum(f.num_records for f in files),
         )
     except CommitOutcomeUnknownError:
         raise  # the commit may have landed: its files must stay

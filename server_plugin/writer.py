@@ -83,6 +83,7 @@ class _TaskBuffer:
 
     def add(self, batch: pa.RecordBatch) -> None:
         from qbeast_connect.index.normalize import normalize
+        from qbeast_connect.index.space import check_inside_space
 
         if self.schema is None:
             self.schema = _data_schema(batch.schema)
@@ -92,6 +93,8 @@ class _TaskBuffer:
             weights = weights.astype(np.int32, copy=False)
             columns = [batch.column(name) for name in self.revision.column_names]
             points = normalize(self.revision.transformations, columns)
+            names = self.revision.column_names
+            check_inside_space(self.revision.transformations, names, columns, points)
             labels, inverse = self.assigner.assign_labels(points, weights)
             local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
             self.groups.append(self.plan.layout.groups(inverse, labels, weights))
@@ -320,6 +323,8 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             extra_commit_info=extra,
             txn_id=plan.txn_id or None,
             rebase=rebase_revisions if commutes else None,
+            # counted by the tasks: files holding NaN or infinities have no stats
+            num_output_rows=sum(f.num_records for f in files),
         )
     except CommitOutcomeUnknownError:
         raise  # the commit may have landed: its files must stay

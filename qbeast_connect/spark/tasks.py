@@ -15,7 +15,6 @@ import pyarrow as pa
 
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision
-from qbeast_connect.write_plan import WEIGHT_COLUMN
 
 #: Output schema of :func:`estimate_domains`.
 DOMAIN_SCHEMA = "cube string, domain double"
@@ -30,10 +29,12 @@ def estimate_domains(
         params_json: JSON with ``revision`` (revision JSON), ``groupCubeSize``,
             ``bufferCapacity`` and ``existing`` (cube string -> max weight of the index
             being appended to, or empty).
-        batches: Arrow batches with the weight column and the indexed columns.
+        batches: Arrow batches with the weight column, then the indexed columns in the
+            revision's order (read by position).
     """
     from qbeast_connect.index.estimation import DomainEstimator
     from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import check_inside_space
 
     params = json.loads(params_json)
     revision = Revision.from_json(params["revision"])
@@ -50,9 +51,12 @@ def estimate_domains(
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        columns = [batch.column(name) for name in revision.column_names]
+        # the weight, then the indexed columns in the revision's order (by position: the
+        # names may hold dots or backticks)
+        columns = [batch.column(i + 1) for i in range(d)]
         points = normalize(revision.transformations, columns)
-        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
+        check_inside_space(revision.transformations, revision.column_names, columns, points)
+        weights = batch.column(0).to_numpy(zero_copy_only=False)
         estimator.add(points, weights)
     domains = estimator.finish()
     if domains:
@@ -89,11 +93,13 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
         columns: the indexed columns, in the revision's order.
     """
     from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import check_inside_space
 
     revision, assigner, layout = _group_assigner(params_json)
     if len(weight) == 0:
         return pa.array([], type=pa.int32())
     points = normalize(revision.transformations, list(columns))
+    check_inside_space(revision.transformations, revision.column_names, columns, points)
     weights = weight.to_numpy(zero_copy_only=False)
     labels, inverse = assigner.assign_labels(points, weights)
     return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import (
+    CommitConflictError,
+    InputChangedError,
     InvalidOptionError,
     NotAQbeastTableError,
     SchemaMismatchError,
@@ -56,6 +58,13 @@ from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.session import WRITE_FORMAT
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+from qbeast_connect.spark.write_input import (
+    check_column_names,
+    committed_txn_version,
+    freeze,
+    plan_looks_nondeterministic,
+    resolve_specs,
+)
 from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
 
 if TYPE_CHECKING:
@@ -82,8 +91,10 @@ class WriteResult:
         num_rows: rows written.
         timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
             table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
-            ``write`` (the job that writes the files and commits) and ``result`` (reading
-            the commit back). Phases a write did not need are absent.
+            ``materialize`` (only for an input that is not deterministic or that changed
+            during the write: computing it once, see ``write_input``), ``write`` (the job
+            that writes the files and commits) and ``result`` (reading the commit back).
+            Phases a write did not need are absent.
     """
 
     path: str
@@ -103,8 +114,8 @@ def write(
     *,
     columnsToIndex: str | None = None,  # noqa: N803 - qbeast-spark option names
     cubeSize: int | None = None,  # noqa: N803
-    columnStats: str | None = None,  # noqa: N803
-    mode: str = "errorifexists",
+    columnStats: str | Mapping[str, Any] | None = None,  # noqa: N803
+    mode: str | None = "errorifexists",
     txnAppId: str | None = None,  # noqa: N803
     txnVersion: int | None = None,  # noqa: N803
     **options: Any,
@@ -120,12 +131,13 @@ def write(
             the table's columns.
         cubeSize: desired rows per cube (default 5,000,000 for a new table; on append the
             table's). Stored in the revision as ``desiredCubeSize``.
-        columnStats: JSON with ``<col>_min``/``<col>_max``/``<col>_quantiles`` that widen
-            (never shrink) the indexed space.
-        mode: ``errorifexists`` (default), ``append``, ``overwrite`` or ``ignore``.
+        columnStats: ``<col>_min``/``<col>_max``/``<col>_quantiles`` that widen (never
+            shrink) the indexed space, as JSON text or as a dict.
+        mode: ``errorifexists`` (default; also None), ``append``, ``overwrite`` or ``ignore``.
         txnAppId: with ``txnVersion``, makes the write idempotent: a pair already committed
-            makes the write a no-op.
-        txnVersion: see ``txnAppId``.
+            makes the write a no-op, also when it was committed by a write still running
+            when this one started (a retry after a client died).
+        txnVersion: see ``txnAppId``; an integer in ``[0, 2**63-1]``.
         **options: other options: ``userMetadata``, ``mergeSchema``, ``delta.*`` table
             properties. Unknown options are rejected.
 
@@ -168,10 +180,10 @@ class DataFrameQbeastWriter:
         self._mode = "errorifexists"
         self._options: dict[str, Any] = {}
 
-    def mode(self, mode: str) -> DataFrameQbeastWriter:
-        """Set the save mode (``errorifexists``, ``append``, ``overwrite``, ``ignore``)."""
-        parse_mode(mode)
-        self._mode = mode
+    def mode(self, mode: str | None) -> DataFrameQbeastWriter:
+        """Set the save mode (``errorifexists``, ``append``, ``overwrite``, ``ignore``;
+        None is the default)."""
+        self._mode = parse_mode(mode)
         return self
 
     def option(self, key: str, value: Any) -> DataFrameQbeastWriter:
@@ -388,6 +400,8 @@ class _Writer:
         )
         self.spark = df.sparkSession
         self.timings: dict[str, float] = {}
+        #: True once ``df`` is a frozen copy of the input (see ``write_input``).
+        self.frozen = False
 
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -410,6 +424,7 @@ class _Writer:
             raise InvalidOptionError(
                 f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
             )
+        check_column_names(schema, self.path)
         with self._phase("snapshot"):
             state = load_table_state(self.spark, self.path)
         if state.exists:
@@ -457,10 +472,55 @@ class _Writer:
                 "option columnsToIndex is required to create a qbeast table, "
                 "e.g. columnsToIndex='x,y' or 'x:linear,name:hashing'"
             )
+        specs = resolve_specs(specs, schema.names)
         user_stats = parse_column_stats(
             self.options.column_stats, {s.name: column_types.get(s.name, "") for s in specs}
         ) if self.options.column_stats else {}
         index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
+        if self.data_change and not self.frozen and plan_looks_nondeterministic(self.df):
+            with self._phase("materialize"):
+                self._freeze()
+        index = functools.partial(
+            self._index, state, qsnap, latest, appending, specs, index_types, user_stats,
+            schema, schema_string,
+        )
+        try:
+            try:
+                return index()
+            except InputChangedError:
+                if self.frozen or not self.data_change:
+                    raise
+                # a changing source, or a non-determinism the plan did not show: once more,
+                # on rows computed once (the failed job committed nothing, left no file)
+                with self._phase("materialize"):
+                    self._freeze()
+                return index()
+        except CommitConflictError:
+            app, version = self.options.txn_app_id, self.options.txn_version
+            done = committed_txn_version(self.spark, self.path, app, version)
+            if done is None:
+                raise
+            # the same txn, committed meanwhile by an earlier attempt of this write
+            reason = f"txn {app}@{done} committed by a concurrent write"
+            return WriteResult(self.path, None, skipped=True, reason=reason)
+
+    def _freeze(self) -> None:
+        with translate_errors():
+            self.df = freeze(self.df)
+        self.frozen = True
+
+    def _index(
+        self,
+        state: TableState,
+        qsnap: Any,
+        latest: Revision | None,
+        appending: bool,
+        specs: tuple[ColumnSpec, ...],
+        index_types: Mapping[str, QDataType],
+        user_stats: Mapping[str, ColumnStats],
+        schema: StructType,
+        schema_string: str,
+    ) -> WriteResult:
         with self._phase("statistics"):
             total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
         self.input_partitions = len(per_partition)
@@ -615,9 +675,11 @@ class _Writer:
             }
         )
         names = list(revision.column_names)
+        # plain positional names: mapInArrow resolves its input by name, and a dot or a
+        # backtick in a column name would be read as a path
         projected = self.df.select(
             F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN),
-            *[F.col(_quote(n)) for n in names],
+            *[F.col(_quote(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
         )
         if fraction < 1.0:
             projected = projected.sample(withReplacement=False, fraction=fraction, seed=17)

@@ -367,7 +367,9 @@ def _operation_parameters(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _operation_metrics(actions: Sequence[Action]) -> dict[str, str]:
+def _operation_metrics(
+    actions: Sequence[Action], num_output_rows: int | None = None
+) -> dict[str, str]:
     adds = [a for a in actions if isinstance(a, AddFile)]
     removes = [a for a in actions if isinstance(a, RemoveFile)]
     metrics = {
@@ -385,7 +387,9 @@ def _operation_metrics(actions: Sequence[Action]) -> dict[str, str]:
             known = False
             break
         rows += num
-    if known:
+    if num_output_rows is not None:
+        metrics["numOutputRows"] = str(num_output_rows)
+    elif known:
         metrics["numOutputRows"] = str(rows)
     if removes:
         metrics["numRemovedFiles"] = str(len(removes))
@@ -431,6 +435,7 @@ def commit(
     verify_files: bool = True,
     txn_id: str | None = None,
     rebase: MetadataRebase | None = None,
+    num_output_rows: int | None = None,
 ) -> int:
     """Commit ``actions`` as the next table version and return that version.
 
@@ -470,6 +475,9 @@ def commit(
             (see :data:`MetadataRebase`); without it such a winner is a conflict. The
             rebased actions are not re-validated against the table: the callback keeps
             them valid.
+        num_output_rows: The rows the added files hold, when the caller counted them
+            (``operationMetrics.numOutputRows``); by default they are summed from the
+            files' stats, and left out when a file has none.
 
     Returns:
         The committed version.
@@ -557,7 +565,7 @@ def commit(
     if clash:
         raise InvalidOptionError(f"extra_commit_info must not set {clash}; use the arguments")
     params = _operation_parameters(operation_parameters)
-    metrics = _operation_metrics(actions)
+    metrics = _operation_metrics(actions, num_output_rows)
     if txn_id is not None and not txn_id:
         raise InvalidOptionError("txn_id must be a non-empty string (a uuid4 is best)")
     tx_id: str = txn_id or str(uuid.uuid4())

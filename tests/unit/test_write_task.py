@@ -117,3 +117,18 @@ def test_write_task_files_hold_their_blocks(
         for cube, block in blocks.items():
             assert block.max_weight == plan.cube_weights.get(cube, 2**31 - 1)
     assert sorted(seen) == sorted(table.column("payload").to_pylist())
+
+
+def test_row_outside_the_revision_space_raises_input_changed_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qbeast_connect.exceptions import InputChangedError
+
+    table = _data(4_000)
+    plan = _plan(table, str(tmp_path), cube_size=1_000)
+    monkeypatch.setattr(writer, "FLUSH_ROWS", 1_000)  # files are written before the bad row
+    outside = _data(10).set_column(0, "x", pa.array([250.0] * 10))  # revision covers [0, 100]
+    batches = [*table.to_batches(max_chunksize=1_000), *outside.to_batches()]
+    with pytest.raises(InputChangedError, match="column 'x' has value 250.0"):
+        writer.write_task(plan, iter(batches))
+    assert list(tmp_path.glob("*.parquet")) == []

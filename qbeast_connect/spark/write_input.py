@@ -1,0 +1,167 @@
+"""What a write accepts as input: column names, and inputs that change between jobs.
+
+A write runs several Spark jobs over its DataFrame (statistics, estimation, write), and
+Spark evaluates the DataFrame's plan again in each. They must all see the same rows: the
+revision planned from the statistics job has to cover every row the write job writes.
+Two things can break that:
+
+* a non-deterministic plan: ``rand()``, ``uuid()``, ``shuffle()`` draw a new seed each time
+  Spark analyses the plan, and ``current_timestamp()`` is a new instant per query;
+* a source that changes between the jobs (files added to a directory being read).
+
+The write freezes such inputs with ``localCheckpoint(eager=True)``: the rows are computed
+once and kept on the executors, and every job reads those. Freezing costs a full extra pass
+and executor storage, so it is done only when needed: up front when the client-side plan
+calls a non-deterministic function (:func:`plan_looks_nondeterministic`, no round trip),
+and otherwise when a job of the write meets a row outside the revision's space
+(:class:`~qbeast_connect.exceptions.InputChangedError`), after which the write is redone
+once on the frozen input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from qbeast_connect.exceptions import InvalidOptionError, UnsupportedInputError
+from qbeast_connect.model.column_spec import ColumnSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "check_column_names",
+    "committed_txn_version",
+    "freeze",
+    "plan_looks_nondeterministic",
+    "resolve_specs",
+]
+
+
+def check_column_names(schema: StructType, path: str) -> None:
+    """Refuse a DataFrame whose column names Delta cannot store.
+
+    Delta column names are case-insensitive: ``a`` and ``A`` in one schema cannot be
+    told apart by readers (Spark calls the reference ambiguous).
+
+    Raises:
+        UnsupportedInputError: two top-level columns differ only in case.
+    """
+    seen: dict[str, str] = {}
+    for name in schema.names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise UnsupportedInputError(
+                f"columns {other!r} and {name!r} differ only in case, which a Delta table "
+                f"at {path} cannot hold (column names are case-insensitive); rename one, "
+                f"e.g. df.withColumnRenamed({name!r}, {name + '_2'!r})"
+            )
+
+
+def _unquote(name: str) -> str:
+    """``a.b`` and ```a.b``` both name the column ``a.b``; doubled backticks escape one."""
+    if len(name) >= 2 and name.startswith("`") and name.endswith("`"):
+        return name[1:-1].replace("``", "`")
+    return name
+
+
+def resolve_specs(
+    specs: Sequence[ColumnSpec], names: Sequence[str]
+) -> tuple[ColumnSpec, ...]:
+    """The column specs with names spelled as in the DataFrame.
+
+    A name in ``columnsToIndex`` is one column's whole name (dots are part of it; nested
+    fields cannot be indexed), optionally in backticks, and matches case-insensitively as
+    Spark resolves names.
+
+    Raises:
+        InvalidOptionError: a name matches no column.
+    """
+    by_lower: dict[str, str] = {}
+    for n in names:
+        by_lower.setdefault(n.lower(), n)
+    out: list[ColumnSpec] = []
+    for spec in specs:
+        wanted = _unquote(spec.name)
+        actual = wanted if wanted in names else by_lower.get(wanted.lower())
+        if actual is None:
+            raise InvalidOptionError(
+                f"column {spec.name!r} in columnsToIndex is not in the data; columns are: "
+                f"{', '.join(names)} (a name is a whole top-level column name; nested "
+                "fields cannot be indexed)"
+            )
+        out.append(spec if actual == spec.name else ColumnSpec(actual, spec.transformer_type))
+    return tuple(out)
+
+
+#: Functions whose value differs between two evaluations of one plan: a new instant per
+#: query, or a seed Spark draws when it analyses the plan (the Connect client seeds the
+#: ``F.rand()``-style calls itself, so only SQL text and argument-less calls draw one).
+_TIME_FUNCTIONS = (
+    "current_timestamp|now|current_date|curdate|localtimestamp|current_time|unix_timestamp"
+)
+_SEEDED_FUNCTIONS = "rand|randn|random|uuid|shuffle|randstr|uniform"
+_CHANGING_TEXT = re.compile(
+    # SQL text: a time function (SQL allows some without parentheses), an unseeded call
+    rf"\b(?:current_timestamp|current_date|localtimestamp|current_time)\b"
+    rf"|\b(?:{_TIME_FUNCTIONS})\s*\("
+    r"|\b(?:rand|randn|random|uuid)\s*\(\s*\)"
+    r"|\b(?:shuffle|randstr|uniform)\s*\(",
+    re.IGNORECASE,
+)
+_CHANGING_CALL = re.compile(
+    # DataFrame API: a time function, or a seeded function called without arguments
+    rf'function_name: "(?:{_TIME_FUNCTIONS})"|function_name: "(?:{_SEEDED_FUNCTIONS})"\s*}}',
+    re.IGNORECASE,
+)
+_UDF = "common_inline_user_defined_function {"
+_DETERMINISTIC_UDF = "deterministic: true"
+
+
+def plan_looks_nondeterministic(df: DataFrame) -> bool:
+    """Whether ``df``'s plan visibly calls something that changes between evaluations.
+
+    Looks at the client-side plan only (no round trip, microseconds): SQL text and
+    expression strings calling ``rand()``, ``uuid()``, ``shuffle()``, ``current_timestamp()``,
+    ``now()`` and the like, the same functions called without a seed through the
+    DataFrame API, and Python UDFs declared non-deterministic. A False answer is no proof:
+    a view or table hiding such a call, or a source that changes, is not visible here, and
+    writes catch those in their tasks (:class:`InputChangedError`). A True answer may be a
+    false alarm (a string literal that looks like a call), which costs one materialisation.
+    """
+    to_proto = getattr(getattr(df, "_plan", None), "to_proto", None)
+    if to_proto is None:
+        return False
+    text = str(to_proto(df.sparkSession.client))
+    if _CHANGING_TEXT.search(text) or _CHANGING_CALL.search(text):
+        return True
+    return text.count(_UDF) > text.count(_DETERMINISTIC_UDF)
+
+
+def freeze(df: DataFrame) -> DataFrame:
+    """``df`` computed once and kept on the executors (``localCheckpoint(eager=True)``).
+
+    Every later job on the result reads the same rows. The copy lives as long as the
+    returned DataFrame is referenced by the client.
+    """
+    return df.localCheckpoint(eager=True)
+
+
+def committed_txn_version(
+    spark: SparkSession, path: str, app_id: str | None, version: int | None
+) -> int | None:
+    """The table's version of ``app_id`` if it already covers ``version``, else None.
+
+    A write with ``txnAppId``/``txnVersion`` that loses its commit to a write holding the
+    same application id asks this: when the winner recorded this version (or a later
+    one), the two were attempts of one logical write (a retry after a client died, say)
+    and this one is a no-op rather than an error.
+    """
+    if app_id is None or version is None:
+        return None
+    from qbeast_connect.spark.snapshot import load_table_state
+
+    done = load_table_state(spark, path).txns.get(app_id)
+    return done if done is not None and done >= version else None
