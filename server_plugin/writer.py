@@ -30,6 +30,7 @@ from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
+from server_plugin.parquet_statistics import statistics_columns
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
 FLUSH_ROWS = 4_000_000
@@ -152,7 +153,13 @@ class _TaskBuffer:
     def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
         with self.storage.open_output(name) as sink:
-            pq.write_table(table, sink, compression="snappy", row_group_size=ROW_GROUP_ROWS)
+            pq.write_table(
+                table,
+                sink,
+                compression="snappy",
+                row_group_size=ROW_GROUP_ROWS,
+                write_statistics=statistics_columns(table),
+            )
         info = self.storage.file_info(name)
         tags = None
         if blocks is not None and self.revision is not None:
@@ -208,9 +215,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     if new_table:
         if plan.schema_string is None:
             raise InvalidOptionError("a write that creates a table needs a schema")
-        actions.extend(
-            create_table_actions(plan.schema_string, dict(plan.configuration or {}))
-        )
+        actions.extend(create_table_actions(plan.schema_string, dict(plan.configuration or {})))
     else:
         base = read_snapshot(storage, plan.read_version)
         if plan.configuration is not None or plan.schema_string is not None:
@@ -264,9 +269,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             )
         )
     changes_metadata = new_table or plan.configuration is not None or plan.schema_string is not None
-    blind = (
-        not changes_metadata and not removed and plan.mode == "append" and plan.data_change
-    )
+    blind = not changes_metadata and not removed and plan.mode == "append" and plan.data_change
     read_set = TransactionReadSet(
         read_version=plan.read_version,
         read_whole_table=not blind,

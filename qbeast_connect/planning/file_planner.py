@@ -31,6 +31,7 @@ from qbeast_connect.model.block import IndexFile
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.snapshot import CubeStatus, QbeastSnapshot
 from qbeast_connect.model.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast_connect.planning.coercion import bind_for_pruning, column_types, is_utc
 from qbeast_connect.planning.predicate import (
     Comparison,
     FalseLiteral,
@@ -401,6 +402,10 @@ def _value_may_match(op: str, value: object, low_stat: object, high_stat: object
     lit = _literal_key(value)
     if lit is None:
         return value is not None  # NaN or unknown: keep; NULL literal: never TRUE
+    if isinstance(value, float) and op in (">", ">="):
+        # A float literal means a FLOAT/DOUBLE column (predicates are bound to the schema).
+        # NaN is above every value in Spark, and no writer's min/max proves a file has none.
+        return True
     low = _stat_key(low_stat, lit, upper=False)
     high = _stat_key(high_stat, lit, upper=True)
     v = lit.key
@@ -445,6 +450,8 @@ def plan_files(
     *,
     stats_pruning: bool = True,
     file_stats: Mapping[str, Any] | None = None,
+    schema: object = None,
+    time_zone: str | None = "UTC",
 ) -> ScanPlan:
     """Choose the files a read with this filter and sample fraction must open.
 
@@ -463,6 +470,13 @@ def plan_files(
         stats_pruning: Whether to use Delta statistics.
         file_stats: ``path → add.stats`` (JSON text or parsed dict), e.g. from
             :func:`stats_by_path`. Files without an entry are never pruned by statistics.
+        schema: The table schema (Delta ``schemaString``, its dict, or a ``StructType``).
+            When given, the predicate is first bound to the column types the way Spark
+            coerces its literals (:mod:`~qbeast_connect.planning.coercion`); leaves it
+            cannot interpret exactly prune nothing. Without it the literals are taken to be
+            of their columns' types already (the caller bound them).
+        time_zone: The session time zone of the Spark that filters the rows; timestamps
+            are only compared with strings, dates or zone-less literals when it is UTC.
 
     Returns:
         The plan.
@@ -472,6 +486,8 @@ def plan_files(
         MetadataFormatError: A block has an invalid cube id.
     """
     weight_range = None if fraction is None else weight_range_for_fraction(fraction)
+    if predicate is not None and schema is not None:
+        predicate = bind_for_pruning(predicate, column_types(schema), utc=is_utc(time_zone))
     dnf = None if predicate is None else to_dnf(predicate, max_terms=_MAX_DNF_TERMS)
     by_revision: dict[int, list[IndexFile]] = {}
     for f in snapshot.files:

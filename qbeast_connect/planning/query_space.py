@@ -439,6 +439,9 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
             return
         if is_hash and atom.op != "=":
             return  # hashed ranges say nothing (avoid the reference bug)
+        if not is_hash and data_type in (QDataType.DOUBLE, QDataType.FLOAT):
+            _apply_floating(atom, dim, t)
+            return
         v = column_value(atom.value, t, data_type)
         if v is None:
             return
@@ -471,6 +474,39 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
         else:
             dim.bound(min(coords), max(coords))
     # IsNotNull, Not(…), Opaque: no restriction
+
+
+def _apply_floating(atom: Comparison, dim: _Dim, t: Transformation) -> None:
+    """A comparison on an ordered FLOAT/DOUBLE dimension, with Spark's NaN and zeros.
+
+    Spark orders NaN above every value and equal to itself, and ``-0.0 = 0.0``. NaN rows sit
+    wherever the transformation puts NaN; when it cannot transform NaN, the revision holds
+    none (its writer refuses what it cannot place).
+    """
+    value = atom.value
+    if not isinstance(value, int | float | Decimal) or isinstance(value, bool):
+        return
+    nan_x = _transform(t, math.nan)
+    if isinstance(value, float) and math.isnan(value):
+        if atom.op in ("=", ">="):  # only NaN rows
+            if nan_x is not None:
+                dim.bound(nan_x, nan_x)
+        elif atom.op == ">":
+            dim.empty = True
+        return  # < and <= NaN: every non-null row but NaN ones (and NaN for <=)
+    v = column_value(value, t, QDataType.DOUBLE)
+    if v is None:
+        return
+    xs = [x for x in (_transform(t, v), _transform(t, -v) if v == 0 else None) if x is not None]
+    if not xs:
+        return
+    lo, hi = min(xs), max(xs)
+    if atom.op == "=":
+        dim.bound(lo, hi)
+    elif atom.op in ("<", "<="):
+        dim.bound(None, hi)
+    else:  # > and >= also hold for NaN rows
+        dim.bound(lo if nan_x is None else min(lo, nan_x), None)
 
 
 def _is_restricting(t: Transformation) -> bool:
