@@ -182,9 +182,9 @@ class _Binder:
 
     def walk(self, p: Predicate) -> Predicate:
         if isinstance(p, And):
-            return and_(*(self.walk(c) for c in p.children))
+            return nnf(and_(*(self.walk(c) for c in p.children)))  # nnf folds constants
         if isinstance(p, Or):
-            return or_(*(self.walk(c) for c in p.children))
+            return nnf(or_(*(self.walk(c) for c in p.children)))
         if isinstance(p, TrueLiteral | FalseLiteral | Opaque | Not):
             return p  # Not only wraps IN lists and opaque leaves in NNF: never prunes
         if isinstance(p, IsNull | IsNotNull):
@@ -202,6 +202,7 @@ class _Binder:
 
     def comparison(self, p: Comparison, ctype: ColumnType) -> Predicate:
         value = p.value
+        bound: Predicate | None
         if isinstance(value, bool):
             bound = Comparison(p.column, p.op, value) if ctype.kind == "boolean" else None
         elif ctype.kind == "integral":
@@ -234,7 +235,7 @@ class _Binder:
             if isinstance(term, Opaque):
                 return _unbound(p)
             terms.append(term)
-        return or_(*terms)
+        return nnf(or_(*terms))
 
     def date(self, column: str, op: str, value: Any) -> Predicate | None:
         if isinstance(value, _dt.datetime):
@@ -295,10 +296,8 @@ def _int_shape(value: int) -> tuple[int, int]:
     return len(str(abs(value))), 0
 
 
-def _exact_compare(column: str, op: str, value: Fraction, integral: bool) -> Predicate:
-    """``column op value`` for an exact rational ``value``, as an integral or decimal bound."""
-    if not integral:
-        raise AssertionError  # pragma: no cover - only integral columns come here
+def _exact_compare(column: str, op: str, value: Fraction) -> Predicate:
+    """``column op value`` on an integral column for an exact rational ``value``."""
     floor, ceil = math.floor(value), math.ceil(value)
     if op == "=":
         return Comparison(column, "=", floor) if floor == ceil else FALSE
@@ -330,18 +329,20 @@ def _integral(column: str, op: str, value: Any, ctype: ColumnType) -> Predicate 
         digits, scale = _decimal_shape(value)
         if max(digits, 20) + scale > _MAX_DECIMAL_DIGITS:
             return None
-        return _exact_compare(column, op, Fraction(value), True)
+        return _exact_compare(column, op, Fraction(value))
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return _special_float(column, op, value)
         if ctype.bits == 64 and abs(value) >= _TWO_53:
             return None  # LONG → DOUBLE rounds there
-        return _exact_compare(column, op, Fraction(value), True)
+        return _exact_compare(column, op, Fraction(value))
     return None
 
 
 def _floating(column: str, op: str, value: Any, ctype: ColumnType) -> Predicate | None:
     if isinstance(value, float):
+        if math.isnan(value) and op == ">":
+            return FALSE  # nothing is above NaN
         return Comparison(column, op, value + 0.0)  # type: ignore[arg-type]
     if isinstance(value, int):
         if ctype.kind == "float" and abs(value) > _TWO_24:

@@ -29,18 +29,16 @@ def special(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     """
     from pyspark.sql import types as T
 
+    # 2024-04-09 is the largest date and 2024-01-05 00:00 the earliest instant, so the files
+    # holding the matching rows have a max date / min timestamp on that very day
     base_day = dt.date(2024, 1, 1)
-    base_ts = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    base_ts = dt.datetime(2024, 1, 5, tzinfo=dt.UTC)
     rows = []
     for i in range(ROWS):
-        day = dt.date(2024, 4, 9) if i % 40 == 7 else base_day + dt.timedelta(days=(i * 7) % 300)
-        if day == dt.date(2024, 4, 9) and i % 40 != 7:
-            day = dt.date(2024, 4, 10)
-        moment = base_ts + dt.timedelta(hours=i * 5, minutes=(i % 3) * 17)
+        day = dt.date(2024, 4, 9) if i % 40 == 7 else base_day + dt.timedelta(days=(i * 7) % 99)
+        moment = base_ts + dt.timedelta(minutes=i * 17)
         if i == 123:
             moment = dt.datetime(2024, 1, 5, 7, 0, 0, tzinfo=dt.UTC)
-        elif moment == dt.datetime(2024, 1, 5, 7, 0, 0, tzinfo=dt.UTC):
-            moment += dt.timedelta(seconds=1)
         nd = math.nan if i % 5 == 1 and i < 385 else float(i % 97) - 40.0
         if i % 37 == 3:
             z = -0.0
