@@ -304,7 +304,12 @@ class QbeastTable:
         selected = None
         if fraction is not None or where is not None:
             selected = selected_cubes_for(
-                self._qbeast, revision.revision_id, self._predicate(where), fraction
+                self._qbeast,
+                revision.revision_id,
+                self._predicate(where),
+                fraction,
+                schema=self._state.schema_string or {},
+                time_zone=self._session_time_zone(),
             )
         return plot_index(
             self._qbeast,

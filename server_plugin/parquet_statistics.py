@@ -1,10 +1,12 @@
 """Which columns of a data file may carry Parquet min/max statistics.
 
-Parquet writers leave NaN out of a float column's min/max, and Spark's Parquet reader skips
-a row group whose min/max rule a value out — but Spark orders NaN above every number, so
-``x = double('NaN')`` or ``x > 50`` would skip row groups holding NaN rows that match. A
-FLOAT or DOUBLE column holding NaN is therefore written without statistics (Spark's own
-writer, parquet-mr, does the same).
+Spark's Parquet reader skips a row group whose min/max rule a pushed filter out, comparing
+with Java's total order of doubles, where ``-0.0 < 0.0``; Spark SQL has ``-0.0 = 0.0`` and
+orders NaN above every number. pyarrow leaves NaN out of min/max and keeps the sign of zero,
+so with its statistics ``x = double('NaN')`` or ``x > 50`` skip row groups holding NaN rows
+that match, and ``x = -0.0`` skips a row group whose min is ``0.0``. A FLOAT or DOUBLE column
+holding NaN or a zero of either sign is therefore written without statistics (parquet-mr
+avoids the same traps by dropping NaN statistics and writing a zero min as ``-0.0``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ def _may_hold_nan(type_: pa.DataType) -> bool:
     return bool(pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_map(type_))
 
 
-def _holds_nan(column: Any) -> bool:
+def _holds_nan_or_zero(column: Any) -> bool:
     type_ = column.type
     if pa.types.is_floating(type_):
-        return bool(pc.any(pc.is_nan(column)).as_py())
+        zero = pc.equal(column, pa.scalar(0, type_))  # true for -0.0 as well
+        return bool(pc.any(pc.is_nan(column)).as_py() or pc.any(zero).as_py())
     return True  # nested columns with floats: not inspected, no statistics
 
 
@@ -38,7 +41,7 @@ def statistics_columns(table: pa.Table) -> bool | list[str]:
     unsafe = {
         name
         for name, field in zip(table.column_names, table.schema, strict=True)
-        if _may_hold_nan(field.type) and _holds_nan(table.column(name))
+        if _may_hold_nan(field.type) and _holds_nan_or_zero(table.column(name))
     }
     if not unsafe:
         return True
