@@ -63,6 +63,17 @@ def special(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     return path
 
 
+@pytest.fixture(scope="module")
+def dated(spark: Any, special: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The id, d and ts columns of ``special`` alone (a file holding NaN gets no Delta stats
+    from our writer, so only a table without NaN shows how the stats prune dates)."""
+    df = spark.read.parquet(*[f"{special}/{p}" for p in live_adds(special)]).select("id", "d", "ts")
+    path = str(tmp_path_factory.mktemp("dated") / "t")
+    qc.write(df.repartition(3), path, columnsToIndex="id,d,ts", cubeSize=40)
+    assert len(live_adds(path)) >= 6
+    return path
+
+
 def _plain(spark: Any, path: str) -> Any:
     return spark.read.parquet(*[f"{path}/{p}" for p in live_adds(path)])
 
@@ -75,13 +86,13 @@ def _counts(spark: Any, path: str, condition: Any) -> tuple[int, int, int]:
     return expected, table, fmt
 
 
-def test_date_column_compared_with_a_timestamp_string(spark: Any, special: str) -> None:
-    assert _counts(spark, special, "d = '2024-04-09 12:00'") == (10, 10, 10)
-    assert _counts(spark, special, "d = '2024-04-09'") == (10, 10, 10)
+def test_date_column_compared_with_a_timestamp_string(spark: Any, dated: str) -> None:
+    assert _counts(spark, dated, "d = '2024-04-09 12:00'") == (10, 10, 10)
+    assert _counts(spark, dated, "d = '2024-04-09'") == (10, 10, 10)
 
 
-def test_timestamp_column_compared_with_a_string(spark: Any, special: str) -> None:
-    assert _counts(spark, special, "ts = '2024-01-05 07:00:00'") == (1, 1, 1)
+def test_timestamp_column_compared_with_a_string(spark: Any, dated: str) -> None:
+    assert _counts(spark, dated, "ts = '2024-01-05 07:00:00'") == (1, 1, 1)
 
 
 def test_nan_equality_matches_nan_rows(spark: Any, special: str) -> None:
