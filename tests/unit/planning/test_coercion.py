@@ -32,7 +32,7 @@ from qbeast_connect.planning.predicate import (
     from_sql,
     to_dnf,
 )
-from qbeast_connect.planning.query_space import Boxes, query_space
+from qbeast_connect.planning.query_space import ALL_SPACE, Box, Boxes, query_space
 
 SCHEMA = json.dumps(
     {
@@ -260,3 +260,43 @@ def test_float_columns_holding_nan_or_zero_get_no_parquet_statistics() -> None:
     assert statistics_columns(table.drop(["a"])) is True
     zeros = pa.table({"z": [-0.0, 1.0], "p": [0.0, 2.0], "c": [0, 1]})
     assert statistics_columns(zeros) == ["c"]
+
+
+# --- NaN in an indexed column --------------------------------------------------------------
+
+
+def test_nan_rows_stay_reachable_wherever_the_index_puts_them() -> None:
+    from dataclasses import dataclass
+
+    from qbeast_connect.model import LinearTransformation, LinearTransformer
+
+    @dataclass(frozen=True)
+    class NanAt(LinearTransformation):  # a writer that places NaN rows at `spot`
+        spot: float = 0.0
+
+        def transform(self, value: object) -> float:
+            if isinstance(value, float) and math.isnan(value):
+                return self.spot
+            return LinearTransformation.transform(self, value)
+
+    types = column_types({"fields": [{"name": "y", "type": "double"}]})
+    for spot in (0.0, 1.0):
+        t = NanAt(0.0, 10.0, 1.0, QDataType.DOUBLE, spot)
+        rev = Revision(1, 0, "t", 10, (LinearTransformer("y", QDataType.DOUBLE),), (t,))
+
+        def box(text: str | Predicate, rev: Revision = rev) -> Any:
+            p = from_sql(text) if isinstance(text, str) else text
+            space = query_space(rev, bind_for_pruning(p, types, utc=True))
+            if space is ALL_SPACE:
+                return Box((None,), (None,))
+            assert isinstance(space, Boxes)
+            return space.boxes[0]
+
+        assert (box("y > 5").from_[0] or 0.0) <= spot  # NaN > 5 is TRUE in Spark
+        assert box(Comparison("y", "=", math.nan)).from_[0] in (None, spot)
+        assert box("y < 5").to[0] == pytest.approx(0.5)
+    # today's transformations cannot place NaN, so their revisions hold none
+    plain = LinearTransformation(0.0, 10.0, 1.0, QDataType.DOUBLE)
+    rev = Revision(1, 0, "t", 10, (LinearTransformer("y", QDataType.DOUBLE),), (plain,))
+    space = query_space(rev, bind_for_pruning(from_sql("y > 5"), types, utc=True))
+    assert isinstance(space, Boxes) and space.boxes[0].from_[0] == pytest.approx(0.5)
