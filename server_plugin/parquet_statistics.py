@@ -7,6 +7,10 @@ so with its statistics ``x = double('NaN')`` or ``x > 50`` skip row groups holdi
 that match, and ``x = -0.0`` skips a row group whose min is ``0.0``. A FLOAT or DOUBLE column
 holding NaN or a zero of either sign is therefore written without statistics (parquet-mr
 avoids the same traps by dropping NaN statistics and writing a zero min as ``-0.0``).
+
+Its dictionary filter has the same trap: it looks ``-0.0`` up in a row group's dictionary
+with Java's ``Double.equals``, which tells ``-0.0`` from ``0.0``, so ``x = -0.0`` would skip a
+row group whose dictionary holds only ``0.0``. Such columns are not dictionary-encoded.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["statistics_columns"]
+__all__ = ["parquet_write_options", "statistics_columns"]
 
 
 def _may_hold_nan(type_: pa.DataType) -> bool:
@@ -28,11 +32,15 @@ def _may_hold_nan(type_: pa.DataType) -> bool:
     return bool(pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_map(type_))
 
 
+def _holds_zero(column: Any) -> bool:
+    zero = pc.equal(column, pa.scalar(0, column.type))  # true for -0.0 as well
+    return bool(pc.any(zero).as_py())
+
+
 def _holds_nan_or_zero(column: Any) -> bool:
     type_ = column.type
     if pa.types.is_floating(type_):
-        zero = pc.equal(column, pa.scalar(0, type_))  # true for -0.0 as well
-        return bool(pc.any(pc.is_nan(column)).as_py() or pc.any(zero).as_py())
+        return bool(pc.any(pc.is_nan(column)).as_py()) or _holds_zero(column)
     return True  # nested columns with floats: not inspected, no statistics
 
 
@@ -51,3 +59,16 @@ def statistics_columns(table: pa.Table) -> bool | list[str]:
         if name not in unsafe and not pa.types.is_nested(field.type)
     ]
     return safe
+
+
+def parquet_write_options(table: pa.Table) -> dict[str, Any]:
+    """``write_statistics`` and ``use_dictionary`` for ``pyarrow.parquet.write_table``."""
+    zeros = [
+        name
+        for name, field in zip(table.column_names, table.schema, strict=True)
+        if pa.types.is_floating(field.type) and _holds_zero(table.column(name))
+    ]
+    options: dict[str, Any] = {"write_statistics": statistics_columns(table)}
+    if zeros:
+        options["use_dictionary"] = [n for n in table.column_names if n not in zeros]
+    return options

@@ -30,7 +30,7 @@ from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
-from server_plugin.parquet_statistics import statistics_columns
+from server_plugin.parquet_statistics import parquet_write_options
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
 FLUSH_ROWS = 4_000_000
@@ -158,7 +158,7 @@ class _TaskBuffer:
                 sink,
                 compression="snappy",
                 row_group_size=ROW_GROUP_ROWS,
-                write_statistics=statistics_columns(table),
+                **parquet_write_options(table),
             )
         info = self.storage.file_info(name)
         tags = None

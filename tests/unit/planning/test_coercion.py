@@ -253,13 +253,15 @@ def test_500_ands_and_1000_ors_as_columns_translate_and_balance() -> None:
 
 
 def test_float_columns_holding_nan_or_zero_get_no_parquet_statistics() -> None:
-    from server_plugin.parquet_statistics import statistics_columns
+    from server_plugin.parquet_statistics import parquet_write_options, statistics_columns
 
     table = pa.table({"a": [1.0, math.nan], "b": [1.0, 2.0], "c": [1, 2], "s": ["x", "y"]})
     assert statistics_columns(table) == ["b", "c", "s"]
     assert statistics_columns(table.drop(["a"])) is True
     zeros = pa.table({"z": [-0.0, 1.0], "p": [0.0, 2.0], "c": [0, 1]})
     assert statistics_columns(zeros) == ["c"]
+    assert parquet_write_options(zeros)["use_dictionary"] == ["c"]
+    assert "use_dictionary" not in parquet_write_options(table)
 
 
 # --- NaN in an indexed column --------------------------------------------------------------
