@@ -30,7 +30,7 @@ import datetime as _dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -54,7 +54,7 @@ from qbeast_connect.planning.predicate import (
     or_,
 )
 
-__all__ = ["ColumnType", "bind_for_pruning", "column_types", "is_utc"]
+__all__ = ["ColumnType", "bind_for_pruning", "column_types", "is_utc", "nan_excluded_columns"]
 
 _INTEGRAL_BITS = {"byte": 8, "short": 16, "integer": 32, "int": 32, "long": 64, "bigint": 64}
 _DECIMAL_RE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
@@ -439,3 +439,22 @@ def _timestamp_from_text(text: str) -> _dt.datetime | None:
         )  # fmt: skip
     except ValueError:
         return None
+
+
+def nan_excluded_columns(term: Iterable[Predicate]) -> frozenset[str]:
+    """Lower-cased columns whose NaN rows a conjunction of bound leaves can never keep.
+
+    A NaN row fails ``x < v``, ``x <= v`` and ``x = v`` for every number ``v`` other than NaN,
+    so once the conjunction holds one of them, its ``x > w`` and ``x >= w`` need not allow
+    for NaN rows either.
+    """
+    out: set[str] = set()
+    for atom in term:
+        if (
+            isinstance(atom, Comparison)
+            and atom.op in ("<", "<=", "=")
+            and isinstance(atom.value, float)
+            and not math.isnan(atom.value)
+        ):
+            out.add(atom.column.lower())
+    return frozenset(out)

@@ -46,6 +46,7 @@ from qbeast_connect.model.transformation import (
     Transformation,
     Transformer,
 )
+from qbeast_connect.planning.coercion import nan_excluded_columns
 from qbeast_connect.planning.predicate import (
     Comparison,
     FalseLiteral,
@@ -422,7 +423,13 @@ def _transform(t: Transformation, value: object) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType | None) -> None:
+def _apply(
+    atom: Predicate,
+    dim: _Dim,
+    t: Transformation,
+    data_type: QDataType | None,
+    nan_rows: bool = True,
+) -> None:
     is_hash = isinstance(t, HashTransformation)
     if isinstance(atom, IsNull):
         x = _transform(t, None)
@@ -440,7 +447,7 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
         if is_hash and atom.op != "=":
             return  # hashed ranges say nothing (avoid the reference bug)
         if not is_hash and data_type in (QDataType.DOUBLE, QDataType.FLOAT):
-            _apply_floating(atom, dim, t)
+            _apply_floating(atom, dim, t, nan_rows)
             return
         v = column_value(atom.value, t, data_type)
         if v is None:
@@ -476,7 +483,7 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
     # IsNotNull, Not(…), Opaque: no restriction
 
 
-def _apply_floating(atom: Comparison, dim: _Dim, t: Transformation) -> None:
+def _apply_floating(atom: Comparison, dim: _Dim, t: Transformation, nan_rows: bool) -> None:
     """A comparison on an ordered FLOAT/DOUBLE dimension, with Spark's NaN and zeros.
 
     Spark orders NaN above every value and equal to itself, and ``-0.0 = 0.0``. NaN rows sit
@@ -486,7 +493,7 @@ def _apply_floating(atom: Comparison, dim: _Dim, t: Transformation) -> None:
     value = atom.value
     if not isinstance(value, int | float | Decimal) or isinstance(value, bool):
         return
-    nan_x = _transform(t, math.nan)
+    nan_x = _transform(t, math.nan) if nan_rows else None
     if isinstance(value, float) and math.isnan(value):
         if atom.op in ("=", ">="):  # only NaN rows
             if nan_x is not None:
@@ -556,6 +563,7 @@ def query_space(
     for term in terms:
         dims = [_Dim() for _ in range(d)]
         empty = False
+        no_nan = nan_excluded_columns(term)
         for atom in term:
             if isinstance(atom, FalseLiteral):
                 empty = True
@@ -566,7 +574,7 @@ def query_space(
             j = index_of.get(column.lower())
             if j is None or not _is_restricting(transformations[j]):
                 continue
-            _apply(atom, dims[j], transformations[j], types[j])
+            _apply(atom, dims[j], transformations[j], types[j], column.lower() not in no_nan)
             if dims[j].empty:
                 empty = True
                 break

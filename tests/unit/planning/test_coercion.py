@@ -106,6 +106,10 @@ def test_greater_than_keeps_files_that_may_hold_nan() -> None:
     assert may_match(bind("x >= 50"), stats("x", -5.0, 5.0))
     assert not may_match(bind("x < -50"), stats("x", -5.0, 5.0))
     assert not may_match(bind(Comparison("x", ">", math.nan)), stats("x", -5.0, 5.0))
+    # ... unless the conjunction already rules NaN rows out
+    assert not may_match(bind("x >= 50 AND x < 60"), stats("x", -5.0, 5.0))
+    assert not may_match(bind("x > 50 AND x = 70"), stats("x", -5.0, 5.0))
+    assert may_match(bind("x > 50 AND i < 60"), stats("x", -5.0, 5.0))
 
 
 def test_negative_zero_equals_zero() -> None:
