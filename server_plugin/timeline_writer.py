@@ -140,9 +140,7 @@ def write_partition_file(
     """Write ``table`` (data columns only) as a new file of partition ``value``."""
     rel = f"{partition_dir(column, value)}/{uuid.uuid4()}.parquet"
     with storage.open_output(rel) as sink:
-        pq.write_table(
-            table, sink, compression="snappy", **parquet_write_options(table)
-        )
+        pq.write_table(table, sink, compression="snappy", **parquet_write_options(table))
     info = storage.file_info(rel)
     return PartitionFile(
         path=rel,

@@ -215,7 +215,9 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     if new_table:
         if plan.schema_string is None:
             raise InvalidOptionError("a write that creates a table needs a schema")
-        actions.extend(create_table_actions(plan.schema_string, dict(plan.configuration or {})))
+        actions.extend(
+            create_table_actions(plan.schema_string, dict(plan.configuration or {}))
+        )
     else:
         base = read_snapshot(storage, plan.read_version)
         if plan.configuration is not None or plan.schema_string is not None:
@@ -269,7 +271,9 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             )
         )
     changes_metadata = new_table or plan.configuration is not None or plan.schema_string is not None
-    blind = not changes_metadata and not removed and plan.mode == "append" and plan.data_change
+    blind = (
+        not changes_metadata and not removed and plan.mode == "append" and plan.data_change
+    )
     read_set = TransactionReadSet(
         read_version=plan.read_version,
         read_whole_table=not blind,

@@ -449,8 +449,7 @@ def file_may_match(dnf: Sequence[Sequence[Predicate]], stats: object) -> bool:
     for term in dnf:
         no_nan = nan_excluded_columns(term)
         if all(
-            _atom_may_match(a, parsed, getattr(a, "column", "").lower() not in no_nan)
-            for a in term
+            _atom_may_match(a, parsed, getattr(a, "column", "").lower() not in no_nan) for a in term
         ):
             return True
     return False
