@@ -21,6 +21,7 @@ from qbeast_connect.exceptions import (
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.paths import resolve_table_file
+from qbeast_connect.planning.balance import balanced_column
 from qbeast_connect.planning.file_planner import (
     ScanPlan,
     plan_files,
@@ -274,7 +275,12 @@ class QbeastTable:
         selected = None
         if fraction is not None or where is not None:
             selected = selected_cubes_for(
-                self._qbeast, revision.revision_id, self._predicate(where), fraction
+                self._qbeast,
+                revision.revision_id,
+                self._predicate(where),
+                fraction,
+                schema=self._state.schema_string or {},
+                time_zone=self._session_time_zone(),
             )
         return plot_index(
             self._qbeast,
@@ -443,15 +449,26 @@ class QbeastTable:
     def _explain(self, where: Column | str | None, fraction: float | None) -> ScanExplanation:
         if fraction is not None:
             fraction = validate_fraction(fraction)
+        predicate = self._predicate(where)
         plan = plan_files(
             self._qbeast,
-            self._predicate(where),
+            predicate,
             fraction,
             file_stats=stats_by_path(self._state.adds),
+            schema=self._state.schema_string or {},
+            time_zone=None if predicate is None else self._session_time_zone(),
         )
         return ScanExplanation(
             plan, tuple(self._absolute(p) for p in plan.paths), self._reader()
         )
+
+    def _session_time_zone(self) -> str | None:
+        """The time zone Spark reads zone-less timestamps in (None when unknown)."""
+        try:
+            value = self._spark.conf.get("spark.sql.session.timeZone")
+        except Exception:  # an old or restricted server: prune no time-zone-dependent leaf
+            return None
+        return value if isinstance(value, str) else None
 
     def _reader(self) -> str:
         from server_plugin.s3_reader import reader_for
@@ -495,6 +512,6 @@ class QbeastTable:
         if fraction is not None and fraction < 1.0:
             df = df.filter(F.expr(sample_weight_sql(self._sample_columns(), fraction)))
         if where is not None:
-            df = df.filter(F.expr(where) if isinstance(where, str) else where)
+            df = df.filter(F.expr(where) if isinstance(where, str) else balanced_column(where))
         return df
 

@@ -66,6 +66,9 @@ def selected_cubes_for(
     revision_id: int | None,
     predicate: Predicate | str | Column | None,
     fraction: float | None,
+    *,
+    schema: object = None,
+    time_zone: str | None = "UTC",
 ) -> set[str]:
     """Return the cubes of a revision that a filtered and/or sampled read would traverse.
 
@@ -83,6 +86,9 @@ def selected_cubes_for(
         predicate: A :class:`~qbeast_connect.planning.predicate.Predicate`, a SQL string, a
             Spark Connect ``Column``, or None.
         fraction: Sample fraction in (0, 1], or None for no sample.
+        schema: The table schema; binds the predicate's literals to the column types as
+            ``plan_files(schema=…)`` does.
+        time_zone: The session time zone (see ``plan_files``).
 
     Returns:
         Canonical cube id strings (``""`` = root).
@@ -112,6 +118,10 @@ def selected_cubes_for(
         parsed = from_sql(predicate)
     else:
         parsed = from_column(predicate)
+    if parsed is not None and schema is not None:
+        from qbeast_connect.planning.coercion import bind_for_pruning, column_types, is_utc
+
+        parsed = bind_for_pruning(parsed, column_types(schema), utc=is_utc(time_zone))
     weight_range = None if fraction is None else weight_range_for_fraction(fraction)
     uses_index = (
         revision.revision_id > 0

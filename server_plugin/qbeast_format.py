@@ -291,7 +291,11 @@ class QbeastScanReader(DataSourceReader):
             raise TableNotFoundError(f"no table at {self.path}")
         adds = add_dicts(snapshot)
         qsnap = qbeast_view(snapshot)
-        plan = plan_files(qsnap, self.predicate(), None, file_stats=stats_by_path(adds))
+        # Spark pushes filters with literals already of their column's type: no time zone
+        # is involved in binding them to the schema.
+        plan = plan_files(
+            qsnap, self.predicate(), None, file_stats=stats_by_path(adds), schema=self.schema
+        )
         keys = {add.path: key for key, add in snapshot.files.items()}
         return [(keys[f.path], f.size) for f in plan.files]
 

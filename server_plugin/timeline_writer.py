@@ -64,7 +64,7 @@ from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import DeltaSnapshot, read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
-from server_plugin.parquet_stats import parquet_statistics
+from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.writer import _arrow_batches
 
 __all__ = [
@@ -140,9 +140,7 @@ def write_partition_file(
     """Write ``table`` (data columns only) as a new file of partition ``value``."""
     rel = f"{partition_dir(column, value)}/{uuid.uuid4()}.parquet"
     with storage.open_output(rel) as sink:
-        pq.write_table(
-            table, sink, compression="snappy", write_statistics=parquet_statistics(table)
-        )
+        pq.write_table(table, sink, compression="snappy", **parquet_write_options(table))
     info = storage.file_info(rel)
     return PartitionFile(
         path=rel,

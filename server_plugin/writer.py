@@ -30,7 +30,7 @@ from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
-from server_plugin.parquet_stats import parquet_statistics
+from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
@@ -162,7 +162,7 @@ class _TaskBuffer:
                 sink,
                 compression="snappy",
                 row_group_size=ROW_GROUP_ROWS,
-                write_statistics=parquet_statistics(table),
+                **parquet_write_options(table),
             )
         info = self.storage.file_info(name)
         tags = None

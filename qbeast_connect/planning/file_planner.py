@@ -31,6 +31,12 @@ from qbeast_connect.model.block import IndexFile
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.snapshot import CubeStatus, QbeastSnapshot
 from qbeast_connect.model.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast_connect.planning.coercion import (
+    bind_for_pruning,
+    column_types,
+    is_utc,
+    nan_excluded_columns,
+)
 from qbeast_connect.planning.predicate import (
     Comparison,
     FalseLiteral,
@@ -369,8 +375,12 @@ def _stat_key(stat: object, literal: _Bound, upper: bool) -> Any:
     return None
 
 
-def _atom_may_match(atom: Predicate, stats: Mapping[str, Any]) -> bool:
-    """False only when the file provably holds no row for which ``atom`` is TRUE."""
+def _atom_may_match(atom: Predicate, stats: Mapping[str, Any], nan_rows: bool = True) -> bool:
+    """False only when the file provably holds no row for which ``atom`` is TRUE.
+
+    ``nan_rows``: whether NaN rows of the atom's column may still match (False when the
+    rest of the conjunction already rules them out).
+    """
     if isinstance(atom, FalseLiteral):
         return False
     if not isinstance(atom, Comparison | InList | IsNull | IsNotNull):
@@ -392,15 +402,21 @@ def _atom_may_match(atom: Predicate, stats: Mapping[str, Any]) -> bool:
     low_stat = _lookup(stats.get("minValues"), column)
     high_stat = _lookup(stats.get("maxValues"), column)
     if isinstance(atom, Comparison):
-        return _value_may_match(atom.op, atom.value, low_stat, high_stat)
+        return _value_may_match(atom.op, atom.value, low_stat, high_stat, nan_rows)
     values = [v for v in atom.values if v is not None]
     return any(_value_may_match("=", v, low_stat, high_stat) for v in values)
 
 
-def _value_may_match(op: str, value: object, low_stat: object, high_stat: object) -> bool:
+def _value_may_match(
+    op: str, value: object, low_stat: object, high_stat: object, nan_rows: bool = True
+) -> bool:
     lit = _literal_key(value)
     if lit is None:
         return value is not None  # NaN or unknown: keep; NULL literal: never TRUE
+    if isinstance(value, float) and op in (">", ">=") and nan_rows:
+        # A float literal means a FLOAT/DOUBLE column (predicates are bound to the schema).
+        # NaN is above every value in Spark, and no writer's min/max proves a file has none.
+        return True
     low = _stat_key(low_stat, lit, upper=False)
     high = _stat_key(high_stat, lit, upper=True)
     v = lit.key
@@ -430,7 +446,13 @@ def file_may_match(dnf: Sequence[Sequence[Predicate]], stats: object) -> bool:
     parsed = _parse_stats(stats)
     if parsed is None:
         return True
-    return any(all(_atom_may_match(a, parsed) for a in term) for term in dnf)
+    for term in dnf:
+        no_nan = nan_excluded_columns(term)
+        if all(
+            _atom_may_match(a, parsed, getattr(a, "column", "").lower() not in no_nan) for a in term
+        ):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,6 +467,8 @@ def plan_files(
     *,
     stats_pruning: bool = True,
     file_stats: Mapping[str, Any] | None = None,
+    schema: object = None,
+    time_zone: str | None = "UTC",
 ) -> ScanPlan:
     """Choose the files a read with this filter and sample fraction must open.
 
@@ -463,6 +487,13 @@ def plan_files(
         stats_pruning: Whether to use Delta statistics.
         file_stats: ``path → add.stats`` (JSON text or parsed dict), e.g. from
             :func:`stats_by_path`. Files without an entry are never pruned by statistics.
+        schema: The table schema (Delta ``schemaString``, its dict, or a ``StructType``).
+            When given, the predicate is first bound to the column types the way Spark
+            coerces its literals (:mod:`~qbeast_connect.planning.coercion`); leaves it
+            cannot interpret exactly prune nothing. Without it the literals are taken to be
+            of their columns' types already (the caller bound them).
+        time_zone: The session time zone of the Spark that filters the rows; timestamps
+            are only compared with strings, dates or zone-less literals when it is UTC.
 
     Returns:
         The plan.
@@ -472,6 +503,8 @@ def plan_files(
         MetadataFormatError: A block has an invalid cube id.
     """
     weight_range = None if fraction is None else weight_range_for_fraction(fraction)
+    if predicate is not None and schema is not None:
+        predicate = bind_for_pruning(predicate, column_types(schema), utc=is_utc(time_zone))
     dnf = None if predicate is None else to_dnf(predicate, max_terms=_MAX_DNF_TERMS)
     by_revision: dict[int, list[IndexFile]] = {}
     for f in snapshot.files:

@@ -1355,7 +1355,8 @@ class _Converter:
     def convert(self, node: _Node) -> Predicate:
         kind = node.kind
         if kind in ("and", "or"):
-            children = [self.convert(a) for a in node.args]
+            # chains of thousands of ANDs/ORs: flatten without recursion
+            children = [self.convert(a) for a in _chain(node, kind, lambda n: n.kind, _args)]
             return and_(*children) if kind == "and" else or_(*children)
         if kind == "not":
             return Not(self.convert(node.args[0]))
@@ -1622,6 +1623,34 @@ def _connect_value(expr: Any) -> Any:
     return _NO_VALUE
 
 
+def _args(node: Any) -> Sequence[Any]:
+    return node.args if isinstance(node, _Node) else node._args
+
+
+def _connect_junction(expr: Any) -> str:
+    """``and``/``or`` for a plain Connect AND/OR call, else an empty string."""
+    from pyspark.sql.connect import expressions as E
+
+    if isinstance(expr, E.UnresolvedFunction) and not expr._is_distinct:
+        name = expr._name.lower()
+        if name in ("and", "or") and expr._args:
+            return str(name)
+    return ""
+
+
+def _chain(root: _T, kind: str, kind_of: Any, args_of: Any) -> list[_T]:
+    """The operands of a nested chain of one connective, left to right, without recursion."""
+    out: list[_T] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if kind_of(node) == kind:
+            stack.extend(reversed(list(args_of(node))))
+        else:
+            out.append(node)
+    return out
+
+
 def _from_connect(expr: Any) -> Predicate:
     from pyspark.sql.connect import expressions as E
 
@@ -1643,7 +1672,8 @@ def _from_connect(expr: Any) -> Predicate:
     name = expr._name.lower()
     args = list(expr._args)
     if name in ("and", "or") and len(args) >= 1:
-        children = [_from_connect(a) for a in args]
+        leaves = _chain(expr, name, _connect_junction, _args)
+        children = [_from_connect(a) for a in leaves]
         return and_(*children) if name == "and" else or_(*children)
     if name == "not" and len(args) == 1:
         return Not(_from_connect(args[0]))

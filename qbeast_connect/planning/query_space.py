@@ -54,6 +54,7 @@ from qbeast_connect.model.transformation import (
     Transformation,
     Transformer,
 )
+from qbeast_connect.planning.coercion import nan_excluded_columns
 from qbeast_connect.planning.predicate import (
     Comparison,
     FalseLiteral,
@@ -466,7 +467,13 @@ def _clip_range_bound(
     return min(x, 1.0) if op in (">", ">=") else max(x, 0.0)
 
 
-def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType | None) -> None:
+def _apply(
+    atom: Predicate,
+    dim: _Dim,
+    t: Transformation,
+    data_type: QDataType | None,
+    nan_rows: bool = True,
+) -> None:
     is_hash = isinstance(t, HashTransformation)
     if isinstance(atom, IsNull):
         x = _transform(t, None)
@@ -483,6 +490,9 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
             return
         if is_hash and atom.op != "=":
             return  # hashed ranges say nothing (avoid the reference bug)
+        if not is_hash and data_type in (QDataType.DOUBLE, QDataType.FLOAT):
+            _apply_floating(atom, dim, t, nan_rows)
+            return
         v = column_value(atom.value, t, data_type)
         if v is None:
             return
@@ -526,6 +536,41 @@ def _apply(atom: Predicate, dim: _Dim, t: Transformation, data_type: QDataType |
         else:
             dim.bound(min(coords), max(coords))
     # IsNotNull, Not(…), Opaque: no restriction
+
+
+def _apply_floating(atom: Comparison, dim: _Dim, t: Transformation, nan_rows: bool) -> None:
+    """A comparison on an ordered FLOAT/DOUBLE dimension, with Spark's NaN and zeros.
+
+    Spark orders NaN above every value and equal to itself, and ``-0.0 = 0.0``. NaN rows sit
+    wherever the transformation puts NaN; when it cannot transform NaN, the revision holds
+    none (its writer refuses what it cannot place).
+    """
+    value = atom.value
+    if not isinstance(value, int | float | Decimal) or isinstance(value, bool):
+        return
+    nan_x = _transform(t, math.nan) if nan_rows else None
+    if isinstance(value, float) and math.isnan(value):
+        if atom.op in ("=", ">="):  # only NaN rows
+            if nan_x is not None:
+                dim.bound(nan_x, nan_x)
+        elif atom.op == ">":
+            dim.empty = True
+        return  # < and <= NaN: every non-null row but NaN ones (and NaN for <=)
+    v = column_value(value, t, QDataType.DOUBLE)
+    if v is None:
+        return
+    xs = [x for x in (_transform(t, v), _transform(t, -v) if v == 0 else None) if x is not None]
+    if not xs:
+        return
+    lo, hi = min(xs), max(xs)
+    if atom.op == "=":
+        dim.bound(lo, hi)
+    elif atom.op in ("<", "<="):
+        # -inf rows sit at 0.0: a bound below the revision's range still reaches them
+        dim.bound(None, _clip_range_bound(t, QDataType.DOUBLE, atom.op, hi))
+    else:  # > and >= also hold for NaN rows, and +inf rows sit at 1.0
+        low = lo if nan_x is None else min(lo, nan_x)
+        dim.bound(_clip_range_bound(t, QDataType.DOUBLE, atom.op, low), None)
 
 
 def _is_restricting(t: Transformation) -> bool:
@@ -575,6 +620,7 @@ def query_space(
     for term in terms:
         dims = [_Dim() for _ in range(d)]
         empty = False
+        no_nan = nan_excluded_columns(term)
         for atom in term:
             if isinstance(atom, FalseLiteral):
                 empty = True
@@ -585,7 +631,7 @@ def query_space(
             j = index_of.get(column.lower())
             if j is None or not _is_restricting(transformations[j]):
                 continue
-            _apply(atom, dims[j], transformations[j], types[j])
+            _apply(atom, dims[j], transformations[j], types[j], column.lower() not in no_nan)
             if dims[j].empty:
                 empty = True
                 break

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from server_plugin.parquet_stats import parquet_statistics
+from server_plugin.parquet_statistics import statistics_columns as parquet_statistics
 
 
 def _stats_set(path: Path) -> dict[str, bool]:

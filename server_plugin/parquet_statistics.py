@@ -1,0 +1,82 @@
+"""The statistics and encodings a data file's float columns may carry, so Spark reads them right.
+
+Spark's Parquet reader (parquet-mr) skips row groups with two filters, both of which can
+drop matching rows of FLOAT/DOUBLE columns written by pyarrow:
+
+- **min/max statistics.** pyarrow leaves NaN out of a column's min/max, while Spark orders
+  NaN above every number and treats ``NaN = NaN`` as true: with those bounds
+  ``x = double('NaN')`` or ``x > 50`` skips row groups holding matching NaN rows. A float
+  column holding NaN (top level or inside a struct) is written without statistics, as
+  Spark's own writer drops NaN bounds. Zeros are safe here: pyarrow writes a zero min as
+  ``-0.0`` and a zero max as ``+0.0``, as the Parquet spec asks.
+- **dictionary filtering.** parquet-mr looks a literal up in a row group's dictionary with
+  ``Double.equals``, which tells ``-0.0`` from ``0.0``, while Spark compares them as equal:
+  a row group whose dictionary holds only ``-0.0`` is skipped for ``x = 0.0``. Float
+  columns holding a zero of either sign are therefore not dictionary-encoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["parquet_write_options", "statistics_columns"]
+
+
+def _nan_leaves(array: Any, path: str, out: list[str]) -> None:
+    t = array.type
+    if pa.types.is_floating(t):
+        if pc.any(pc.is_nan(array)).as_py():
+            out.append(path)
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _nan_leaves(pc.struct_field(array, [i]), f"{path}.{t.field(i).name}", out)
+
+
+def _leaf_paths(t: pa.DataType, path: str, out: list[str]) -> None:
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _leaf_paths(t.field(i).type, f"{path}.{t.field(i).name}", out)
+    elif not pa.types.is_nested(t):
+        out.append(path)
+
+
+def statistics_columns(table: pa.Table) -> bool | list[str]:
+    """``write_statistics`` for ``pyarrow.parquet.write_table``: True, or the safe leaves.
+
+    ``True`` unless a float column, top-level or inside structs, holds NaN; then the list
+    of the other leaf columns (lists and maps, where Spark pushes no filter down, get no
+    statistics then).
+    """
+    nan: list[str] = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        for chunk in column.chunks:
+            found: list[str] = []
+            _nan_leaves(chunk, name, found)
+            nan.extend(p for p in found if p not in nan)
+    if not nan:
+        return True
+    leaves: list[str] = []
+    for field in table.schema:
+        _leaf_paths(field.type, field.name, leaves)
+    return [p for p in leaves if p not in nan]
+
+
+def _holds_zero(column: Any) -> bool:
+    zero = pc.equal(column, pa.scalar(0, column.type))  # true for -0.0 as well
+    return bool(pc.any(zero).as_py())
+
+
+def parquet_write_options(table: pa.Table) -> dict[str, Any]:
+    """``write_statistics`` and ``use_dictionary`` for ``pyarrow.parquet.write_table``."""
+    zeros = [
+        name
+        for name, field in zip(table.column_names, table.schema, strict=True)
+        if pa.types.is_floating(field.type) and _holds_zero(table.column(name))
+    ]
+    options: dict[str, Any] = {"write_statistics": statistics_columns(table)}
+    if zeros:
+        options["use_dictionary"] = [n for n in table.column_names if n not in zeros]
+    return options
