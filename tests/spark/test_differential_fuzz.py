@@ -14,11 +14,11 @@ computes over a parquet copy of the same rows written by Spark itself (no qbeast
 A failure names the seed, the table and the predicate.
 
 ``QBEAST_FUZZ_PREDICATES`` (default 300) sets the predicates of the CI run, spread over the
-tables. The run of thousands is marked ``slow`` and opt-in (the CI script runs every test):
-``QBEAST_FUZZ_SLOW=1 pytest -m slow tests/spark/test_differential_fuzz.py`` runs
+tables. The run of thousands is marked ``exhaustive``, which the test configuration
+deselects by default: ``pytest -m exhaustive tests/spark/test_differential_fuzz.py`` runs
 ``QBEAST_FUZZ_SLOW_PREDICATES`` (default 3000) predicates with another seed.
-``QBEAST_FUZZ_SEED`` changes the seed. ``QBEAST_FUZZ_NAN_INDEXED=1`` also puts NaN and
-±Infinity into an indexed double column (needs a writer that indexes them).
+``QBEAST_FUZZ_SEED`` changes the seed. NaN and ±Infinity also go into an indexed double
+column (``QBEAST_FUZZ_NAN_INDEXED=0`` keeps them in non-indexed columns only).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import qbeast_connect as qc
 SEED = int(os.environ.get("QBEAST_FUZZ_SEED", "20261125"))
 CI_PREDICATES = int(os.environ.get("QBEAST_FUZZ_PREDICATES", "300"))
 SLOW_PREDICATES = int(os.environ.get("QBEAST_FUZZ_SLOW_PREDICATES", "3000"))
-NAN_INDEXED = os.environ.get("QBEAST_FUZZ_NAN_INDEXED", "") not in ("", "0", "false")
+NAN_INDEXED = os.environ.get("QBEAST_FUZZ_NAN_INDEXED", "1") not in ("", "0", "false")
 ROWS = 300
 BATCH = 50  # predicates counted per Spark job
 END_TO_END_EVERY = 50  # every 50th predicate also runs QbeastTable.filter(p).count() alone
@@ -429,9 +429,6 @@ def test_pruned_counts_equal_spark(spark: Any, tables: list[FuzzTable]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.environ.get("QBEAST_FUZZ_SLOW"),
-    reason="opt-in: QBEAST_FUZZ_SLOW=1 runs QBEAST_FUZZ_SLOW_PREDICATES (3000) more predicates",
-)
+@pytest.mark.exhaustive
 def test_pruned_counts_equal_spark_thousands(spark: Any, tables: list[FuzzTable]) -> None:
     _run(spark, tables, SLOW_PREDICATES, SEED + 1)
