@@ -272,26 +272,7 @@ def jdk17_double_to_string(x: float) -> str:
         The Java text, e.g. ``1.0``, ``1.0E7``, ``4.9E-324``, ``1.9999999999999998E23``.
     """
     bits = struct.unpack("<Q", struct.pack("<d", x))[0]
-    negative = bool(bits >> 63)
-    fract_bits = bits & _SIGNIF_MASK
-    bin_exp = (bits >> 52) & 0x7FF
-    if bin_exp == 0x7FF:
-        if fract_bits:
-            return "NaN"
-        return "-Infinity" if negative else "Infinity"
-    if bin_exp == 0:
-        if fract_bits == 0:
-            return "-0.0" if negative else "0.0"
-        leading_zeros = 64 - fract_bits.bit_length()
-        shift = leading_zeros - (63 - _EXP_SHIFT)
-        fract_bits <<= shift
-        bin_exp = 1 - shift
-        n_significant_bits = 64 - leading_zeros
-    else:
-        fract_bits |= _FRACT_HOB
-        n_significant_bits = _EXP_SHIFT + 1
-    digits, dec_exponent = dtoa_digits(bin_exp - 1023, fract_bits, n_significant_bits)
-    return java_format(negative, _digits_text(digits), dec_exponent)
+    return _binary_to_string(bits, width=64, mantissa_bits=52, bias=1023)
 
 
 def jdk17_float_to_string(x: float) -> str:
@@ -308,25 +289,35 @@ def jdk17_float_to_string(x: float) -> str:
         OverflowError: ``x`` is finite but beyond the float32 range.
     """
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
-    negative = bool(bits >> 31)
-    fract_bits = bits & 0x7FFFFF
-    bin_exp = (bits >> 23) & 0xFF
-    if bin_exp == 0xFF:
+    return _binary_to_string(bits, width=32, mantissa_bits=23, bias=127)
+
+
+def _binary_to_string(bits: int, *, width: int, mantissa_bits: int, bias: int) -> str:
+    """The JDK 17 text of an IEEE 754 binary64 or binary32 value given by its bits.
+
+    ``FloatingDecimal``'s double and float paths differ only in these widths: the float
+    significand is widened to the double's position before the shared digit generation.
+    """
+    negative = bool(bits >> (width - 1))
+    fract_bits = bits & ((1 << mantissa_bits) - 1)
+    exp_mask = (1 << (width - 1 - mantissa_bits)) - 1
+    bin_exp = (bits >> mantissa_bits) & exp_mask
+    if bin_exp == exp_mask:
         if fract_bits:
             return "NaN"
         return "-Infinity" if negative else "Infinity"
     if bin_exp == 0:
         if fract_bits == 0:
             return "-0.0" if negative else "0.0"
-        leading_zeros = 32 - fract_bits.bit_length()
-        shift = leading_zeros - (31 - 23)
+        leading_zeros = width - fract_bits.bit_length()
+        shift = leading_zeros - (width - 1 - mantissa_bits)
         fract_bits <<= shift
         bin_exp = 1 - shift
-        n_significant_bits = 32 - leading_zeros
+        n_significant_bits = width - leading_zeros
     else:
-        fract_bits |= 1 << 23
-        n_significant_bits = 24
+        fract_bits |= 1 << mantissa_bits
+        n_significant_bits = mantissa_bits + 1
     digits, dec_exponent = dtoa_digits(
-        bin_exp - 127, fract_bits << (_EXP_SHIFT - 23), n_significant_bits
+        bin_exp - bias, fract_bits << (_EXP_SHIFT - mantissa_bits), n_significant_bits
     )
     return java_format(negative, _digits_text(digits), dec_exponent)
