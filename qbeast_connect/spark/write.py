@@ -491,7 +491,8 @@ class _Writer:
                 if self.frozen or not self.data_change:
                     raise
                 # a changing source, or a non-determinism the plan did not show: once more,
-                # on rows computed once (the failed job committed nothing, left no file)
+                # on rows computed once (the failed job committed nothing; files of tasks
+                # Spark killed are orphans that vacuum removes)
                 with self._phase("materialize"):
                     self._freeze()
                 return index()
