@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from qbeast_connect.exceptions import InvalidOptionError, MetadataFormatError
 from qbeast_connect.model._json import jackson_tree_text
@@ -39,6 +39,9 @@ from qbeast_connect.model.transformation.quantiles import (
     CDFStringQuantilesTransformer,
 )
 from qbeast_connect.model.weight import java_double_to_long
+
+_T = TypeVar("_T")
+_E = TypeVar("_E")
 
 
 def _field(d: Mapping[str, Any], key: str, what: str) -> Any:
@@ -205,13 +208,26 @@ def _decode_transformer(cls: type[Transformer], d: Mapping[str, Any]) -> Transfo
     return cls(**fields)
 
 
-def _class_name(d: Mapping[str, Any], what: str) -> str:
+def _known_class(d: Mapping[str, Any], what: str, table: Mapping[str, _E]) -> tuple[str, _E]:
+    """The ``className`` of ``d`` and its entry in ``table`` (only known names decode)."""
     if not isinstance(d, Mapping):
         raise MetadataFormatError(f"a {what} must be a JSON object, got {d!r}")
     name = d.get("className")
     if not isinstance(name, str):
         raise MetadataFormatError(f"{what} JSON has no className: {d!r}")
-    return name
+    entry = table.get(name)
+    if entry is None:
+        known = ", ".join(sorted(table))
+        raise MetadataFormatError(f"unknown {what} className {name!r}; known: {known}")
+    return name, entry
+
+
+def _decoded(name: str, d: Mapping[str, Any], build: Callable[[], _T]) -> _T:
+    """Run ``build``; invalid values are a malformed table, reported with the JSON."""
+    try:
+        return build()
+    except InvalidOptionError as err:
+        raise MetadataFormatError(f"invalid {name} JSON {dict(d)!r}: {err.message}") from None
 
 
 def transformer_to_json(t: Transformer) -> dict[str, Any]:
@@ -225,15 +241,8 @@ def transformer_from_json(d: Mapping[str, Any]) -> Transformer:
     Raises:
         MetadataFormatError: Unknown className, or a missing/invalid field.
     """
-    name = _class_name(d, "column transformer")
-    cls = _TRANSFORMER_CLASSES.get(name)
-    if cls is None:
-        known = ", ".join(sorted(_TRANSFORMER_CLASSES))
-        raise MetadataFormatError(f"unknown column transformer className {name!r}; known: {known}")
-    try:
-        return _decode_transformer(cls, d)
-    except InvalidOptionError as err:
-        raise MetadataFormatError(f"invalid {name} JSON {dict(d)!r}: {err.message}") from None
+    name, cls = _known_class(d, "column transformer", _TRANSFORMER_CLASSES)
+    return _decoded(name, d, lambda: _decode_transformer(cls, d))
 
 
 def transformation_to_json(t: Transformation) -> dict[str, Any]:
@@ -262,13 +271,6 @@ def transformation_from_json(
     Raises:
         MetadataFormatError: Unknown className, or a missing/invalid field.
     """
-    name = _class_name(d, "transformation")
-    decoder = _TRANSFORMATION_DECODERS.get(name)
-    if decoder is None:
-        known = ", ".join(sorted(_TRANSFORMATION_DECODERS))
-        raise MetadataFormatError(f"unknown transformation className {name!r}; known: {known}")
+    name, decoder = _known_class(d, "transformation", _TRANSFORMATION_DECODERS)
     hint = None if data_type is None else QDataType.parse(data_type, error=MetadataFormatError)
-    try:
-        return decoder(d, hint)
-    except InvalidOptionError as err:
-        raise MetadataFormatError(f"invalid {name} JSON {dict(d)!r}: {err.message}") from None
+    return _decoded(name, d, lambda: decoder(d, hint))
