@@ -33,6 +33,18 @@ _LONG_MIN = -(2**63)
 _LONG_MAX = 2**63 - 1
 
 
+def _java_narrow(x: float, low: int, high: int) -> int:
+    """Java's narrowing of a double to an integer type of range ``[low, high]``: truncation
+    toward zero, saturation at the bounds, NaN gives 0."""
+    if math.isnan(x):
+        return 0
+    if x >= float(high):
+        return high
+    if x <= float(low):
+        return low
+    return int(x)
+
+
 def java_double_to_int(x: float) -> int:
     """Convert a double to int32 like Java's ``(int) x`` / Scala's ``x.toInt``.
 
@@ -42,13 +54,7 @@ def java_double_to_int(x: float) -> int:
     Returns:
         ``x`` truncated toward zero and saturated to ``[-2**31, 2**31 - 1]``; NaN gives 0.
     """
-    if math.isnan(x):
-        return 0
-    if x >= 2147483647.0:
-        return MAX_WEIGHT
-    if x <= -2147483648.0:
-        return MIN_WEIGHT
-    return int(x)
+    return _java_narrow(x, MIN_WEIGHT, MAX_WEIGHT)
 
 
 def java_double_to_long(x: float) -> int:
@@ -60,13 +66,7 @@ def java_double_to_long(x: float) -> int:
     Returns:
         ``x`` truncated toward zero and saturated to the int64 range; NaN gives 0.
     """
-    if math.isnan(x):
-        return 0
-    if x >= 9.223372036854775807e18:
-        return _LONG_MAX
-    if x <= -9.223372036854775808e18:
-        return _LONG_MIN
-    return int(x)
+    return _java_narrow(x, _LONG_MIN, _LONG_MAX)
 
 
 def weight_from_fraction(f: float) -> int:
