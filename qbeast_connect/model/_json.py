@@ -21,7 +21,7 @@ from typing import Any
 from qbeast_connect.exceptions import InvalidOptionError, MetadataFormatError
 from qbeast_connect.model.hashing import Float32, java_double_to_string, java_float_to_string
 
-__all__ = ["dumps", "jackson_tree_text", "loads"]
+__all__ = ["dumps", "int_text", "jackson_tree_text", "loads"]
 
 _SHORT_ESCAPES = {
     '"': '\\"',
@@ -137,3 +137,19 @@ def loads(text: str, *, what: str) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, TypeError) as err:
         raise MetadataFormatError(f"cannot parse {what}: {err}; text: {text[:200]!r}") from None
+
+
+def int_text(text: object, described: str) -> int:
+    """Parse an integer the metadata stores as text (a file tag, a table property).
+
+    Args:
+        text: The stored value; surrounding blanks are ignored.
+        described: Where it comes from and what it is, to begin the error message.
+
+    Raises:
+        MetadataFormatError: ``"<described>, which is not an integer"``.
+    """
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise MetadataFormatError(f"{described}, which is not an integer") from None

@@ -239,12 +239,7 @@ def index_file_from_add(add: Mapping[str, Any]) -> IndexFile:
     revision_text = tags.get("revision") if isinstance(tags, Mapping) else None
     if revision_text is None:
         return IndexFile(path, size, modification_time, 0, _staging_blocks(), num_records)
-    try:
-        revision_id = int(str(revision_text).strip())
-    except ValueError:
-        raise MetadataFormatError(
-            f"file {path!r} has tag revision={revision_text!r}, which is not an integer"
-        ) from None
+    revision_id = _json.int_text(revision_text, f"file {path!r} has tag revision={revision_text!r}")
     if revision_id < 0:
         raise MetadataFormatError(f"file {path!r} has a negative revision tag {revision_text!r}")
     if revision_id == 0:
