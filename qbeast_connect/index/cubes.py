@@ -213,6 +213,16 @@ def cube_id_to_key(cube: Any) -> int:
     return _coords_to_key(tuple(cube.coords), int(cube.depth))
 
 
+def _level_symbols(c: np.ndarray, shift: int | np.ndarray, chunk: int, d: int) -> np.ndarray:
+    """Alphabet indices of symbol ``chunk`` of one level (spec §2.3): bit ``shift`` of the
+    coordinates of dimensions ``6 * chunk`` onwards (at most 6), the first one highest."""
+    sym = np.zeros(c.shape[0], dtype=np.int64)
+    base = chunk * 6
+    for i in range(min(6, d - base)):
+        sym |= ((c[:, base + i] >> shift) & 1) << (5 - i)
+    return sym
+
+
 def cube_strings(coords_at_depth: np.ndarray, depth: int, dimensions: int) -> list[str]:
     """Vectorized string codec (spec §2.3) of cubes given as integer coordinates."""
     c = np.asarray(coords_at_depth, dtype=np.int64)
@@ -226,13 +236,7 @@ def cube_strings(coords_at_depth: np.ndarray, depth: int, dimensions: int) -> li
     for lvl in range(depth):
         shift = depth - 1 - lvl
         for chunk in range(s):
-            sym = np.zeros(n, dtype=np.int64)
-            for i in range(6):
-                j = chunk * 6 + i
-                if j >= d:
-                    break
-                sym |= ((c[:, j] >> shift) & 1) << (5 - i)
-            chars[:, lvl * s + chunk] = _ALPHABET_BYTES[sym]
+            chars[:, lvl * s + chunk] = _ALPHABET_BYTES[_level_symbols(c, shift, chunk, d)]
     fixed = np.ascontiguousarray(chars).view(f"S{length}").ravel()
     names: list[str] = fixed.astype(f"U{length}").tolist()
     return names
@@ -315,12 +319,7 @@ def order_bytes(depths: np.ndarray, coords: np.ndarray, dimensions: int) -> np.n
         active = depths > lvl
         shift = np.where(active, depths - 1 - lvl, 0)
         for chunk in range(s):
-            sym = np.zeros(m, dtype=np.int64)
-            for i in range(6):
-                j = chunk * 6 + i
-                if j >= d:
-                    break
-                sym |= ((c[:, j] >> shift) & 1) << (5 - i)
+            sym = _level_symbols(c, shift, chunk, d)
             out[:, lvl * s + chunk] = np.where(active, sym + 1, 0)
     return np.ascontiguousarray(out).view(f"S{width}").ravel()
 

@@ -206,21 +206,7 @@ class CubeId:
 
     def to_string(self) -> str:
         """Return the canonical cube id string (``""`` for the root)."""
-        d = self.dimensions
-        per_level = symbols_per_level(d)
-        out: list[str] = []
-        for level in range(self.depth):
-            shift = self.depth - 1 - level
-            for chunk in range(per_level):
-                sym = 0
-                base = chunk * 6
-                for i in range(6):
-                    dim = base + i
-                    if dim >= d:
-                        break
-                    sym |= ((self.coords[dim] >> shift) & 1) << (5 - i)
-                out.append(ALPHABET[sym])
-        return "".join(out)
+        return "".join([ALPHABET[sym] for sym in self.sort_key()])
 
     def __str__(self) -> str:
         """Return the canonical cube id string."""
