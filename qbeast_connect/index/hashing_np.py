@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.index.arrow_input import as_array, timestamp_epoch
 
 __all__ = [
     "SCALA_BYTES_HASH_SEED",
@@ -86,16 +87,6 @@ _BYTE_K1: np.ndarray = _mix_k1(
 # --------------------------------------------------------------------------------------
 # Arrow helpers
 # --------------------------------------------------------------------------------------
-
-
-def _as_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        if values.num_chunks == 1:
-            return values.chunk(0)
-        if values.num_chunks == 0:
-            return pa.array([], type=values.type)
-        return values.combine_chunks()
-    return values
 
 
 def _binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -202,7 +193,7 @@ def scala_bytes_hash_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     Strings are hashed by their UTF-8 bytes. Null slots hash like the empty string (callers
     substitute the null value first). Returns ``int32`` of the same length.
     """
-    arr = _as_array(values)
+    arr = as_array(values)
     data, starts, lengths = _binary_parts(arr)
     return _scala_bytes_hash_parts(data, starts, lengths)
 
@@ -314,18 +305,6 @@ def _float32_bits(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), np.int32(0x7FC00000), bits)
 
 
-def _timestamp_micros(arr: pa.Array) -> np.ndarray:
-    unit = arr.type.unit
-    v = np.asarray(arr.cast(pa.int64()).fill_null(0), dtype=np.int64)
-    if unit == "us":
-        return v
-    if unit == "ms":
-        return v * 1000
-    if unit == "s":
-        return v * 1_000_000
-    return np.floor_divide(v, 1000)  # ns: Spark keeps microseconds (floor)
-
-
 def _hash_column(arr: pa.Array, h: np.ndarray) -> np.ndarray:
     t = arr.type
     if pa.types.is_dictionary(t):
@@ -345,7 +324,7 @@ def _hash_column(arr: pa.Array, h: np.ndarray) -> np.ndarray:
     elif pa.types.is_int64(t):
         new = _hash_long(np.asarray(arr.fill_null(0), dtype=np.int64), h)
     elif pa.types.is_timestamp(t):
-        new = _hash_long(_timestamp_micros(arr), h)
+        new = _hash_long(timestamp_epoch(arr, "us"), h)
     elif pa.types.is_float64(t):
         v = np.asarray(arr.fill_null(0.0), dtype=np.float64)
         new = _hash_long(_float64_bits(v), h)
@@ -390,7 +369,7 @@ def spark_hash_columns(
     decimal128 (``p <= 18``: ``hashLong`` of the unscaled value; otherwise the minimal
     big-endian two's-complement bytes). A null value leaves the running hash unchanged.
     """
-    arrays = [_as_array(c) for c in columns]
+    arrays = [as_array(c) for c in columns]
     if not arrays:
         raise ValueError("spark_hash_columns needs at least one column")
     n = len(arrays[0])

@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.index.arrow_input import as_array, timestamp_epoch
 from qbeast_connect.index.hashing_np import scala_bytes_hash_array
 from qbeast_connect.index.java_text_np import java_double_texts, java_float_texts
 from qbeast_connect.model.linear_scale import (
@@ -60,18 +61,6 @@ _INT_MAX_F = 2147483647.0
 # --------------------------------------------------------------------------------------
 # Arrow -> numpy value conversion
 # --------------------------------------------------------------------------------------
-
-
-def _as_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        if values.num_chunks == 1:
-            return values.chunk(0)
-        if values.num_chunks == 0:
-            return pa.array([], type=values.type)
-        if pa.types.is_dictionary(values.type):
-            values = values.unify_dictionaries()
-        return values.combine_chunks()
-    return values
 
 
 def _valid_mask(arr: pa.Array) -> np.ndarray | None:
@@ -121,18 +110,6 @@ def _decimal_to_float64(arr: pa.Array) -> np.ndarray:
     return out
 
 
-def _timestamp_millis(arr: pa.Array) -> np.ndarray:
-    unit = arr.type.unit
-    v = np.asarray(arr.cast(pa.int64()).fill_null(0), dtype=np.int64)
-    if unit == "ms":
-        return v
-    if unit == "s":
-        return v * 1000
-    if unit == "us":
-        return np.floor_divide(v, 1000)
-    return np.floor_divide(v, 1_000_000)  # ns
-
-
 def column_values_as_float64(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The values of an ordered column as doubles, as the Scala transformations see them.
 
@@ -140,7 +117,7 @@ def column_values_as_float64(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     correctly rounded, dates and timestamps become epoch milliseconds. Null slots hold an
     unspecified value (callers overwrite them).
     """
-    arr = _as_array(values)
+    arr = as_array(values)
     t = arr.type
     if pa.types.is_integer(t):
         return np.asarray(arr.fill_null(0)).astype(np.float64)
@@ -156,7 +133,7 @@ def column_values_as_float64(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_date64(t):
         return np.asarray(arr.cast(pa.int64()).fill_null(0), dtype=np.int64).astype(np.float64)
     if pa.types.is_timestamp(t):
-        return _timestamp_millis(arr).astype(np.float64)
+        return timestamp_epoch(arr, "ms").astype(np.float64)
     if pa.types.is_null(t):
         return np.zeros(len(arr), dtype=np.float64)
     raise InvalidOptionError(f"column of type {t} cannot be used as an ordered (numeric) column")
@@ -456,7 +433,7 @@ def normalize(
         )
     if not columns:
         raise InvalidOptionError("normalize needs at least one column")
-    arrays = [_as_array(c) for c in columns]
+    arrays = [as_array(c) for c in columns]
     n = len(arrays[0])
     out = np.empty((n, len(arrays)), dtype=np.float64)
     for j, (t, arr) in enumerate(zip(transformations, arrays, strict=True)):
