@@ -113,6 +113,24 @@ def _roundup(digits: list[int], dec_exponent: int) -> tuple[list[int], int]:
     return digits, dec_exponent
 
 
+def _first_digit(
+    q: int, low: bool, high: bool, dec_exp: int, digits: list[int]
+) -> tuple[int, bool, bool]:
+    """The JDK's first digit ``q``: a 0 that does not round up only lowers the exponent.
+
+    Java prints at least one digit after the point, so an E-form result (exponent outside
+    ``[-3, 8)``) needs a second digit: ``low`` and ``high`` are then cleared to run the loop.
+    Returns the exponent, ``low`` and ``high``.
+    """
+    if q == 0 and not high:
+        dec_exp -= 1
+    else:
+        digits.append(q)
+    if dec_exp < -3 or dec_exp >= 8:
+        return dec_exp, False, False
+    return dec_exp, low, high
+
+
 def dtoa_digits(bin_exp: int, fract_bits: int, n_significant_bits: int) -> tuple[list[int], int]:
     """JDK 17 ``BinaryToASCIIBuffer.dtoa`` for a positive finite value.
 
@@ -181,12 +199,7 @@ def dtoa_digits(bin_exp: int, fract_bits: int, n_significant_bits: int) -> tuple
         m = _wrap(m * 10, width)
         low = b < m
         high = _wrap(b + m, width) > tens
-        if q == 0 and not high:
-            dec_exp -= 1
-        else:
-            digits.append(q)
-        if dec_exp < -3 or dec_exp >= 8:
-            high = low = False
+        dec_exp, low, high = _first_digit(q, low, high, dec_exp, digits)
         while not low and not high:
             q = _jdiv(b, s)
             b = _wrap(10 * _jrem(b, s), width)
@@ -208,12 +221,7 @@ def dtoa_digits(bin_exp: int, fract_bits: int, n_significant_bits: int) -> tuple
         big_b = rem * 10
         low = big_b < big_m
         high = big_b + big_m >= ten_s
-        if q == 0 and not high:
-            dec_exp -= 1
-        else:
-            digits.append(q)
-        if dec_exp < -3 or dec_exp >= 8:
-            high = low = False
+        dec_exp, low, high = _first_digit(q, low, high, dec_exp, digits)
         while not low and not high:
             q, rem = divmod(big_b, big_s)
             big_b = rem * 10
