@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qbeast_connect.exceptions import InvalidOptionError, MetadataFormatError
-from qbeast_connect.model import _json
 from qbeast_connect.model._frozen import FrozenDict
+from qbeast_connect.model._json import int_text
 from qbeast_connect.model.block import IndexFile, index_file_from_add
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision
@@ -120,7 +120,7 @@ class QbeastSnapshot:
         if text is None:
             last = -1
         else:
-            last = _json.int_text(text, f"{LAST_REVISION_ID_KEY} is {text!r}")
+            last = int_text(text, f"{LAST_REVISION_ID_KEY} is {text!r}")
             if last not in revisions:
                 raise MetadataFormatError(
                     f"{LAST_REVISION_ID_KEY} is {last} but there is no key {revision_key(last)!r}"
