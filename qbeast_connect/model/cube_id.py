@@ -311,16 +311,15 @@ class CubeId:
     def sort_key(self) -> tuple[int, ...]:
         """Return the alphabet indices of the canonical string (the spec §2.4 order key)."""
         d = self.dimensions
-        per_level = symbols_per_level(d)
+        coords = self.coords
+        chunks = [coords[base : base + 6] for base in range(0, d, 6)]
         key: list[int] = []
-        for level in range(self.depth):
-            shift = self.depth - 1 - level
-            for chunk in range(per_level):
+        for shift in range(self.depth - 1, -1, -1):
+            for chunk in chunks:
                 sym = 0
-                base = chunk * 6
-                for i in range(min(6, d - base)):
-                    sym |= ((self.coords[base + i] >> shift) & 1) << (5 - i)
-                key.append(sym)
+                for c in chunk:
+                    sym = (sym << 1) | ((c >> shift) & 1)
+                key.append(sym << (6 - len(chunk)))
         return tuple(key)
 
     def _check_comparable(self, other: Any) -> bool:

@@ -35,12 +35,15 @@ _LONG_MAX = 2**63 - 1
 
 def _java_narrow(x: float, low: int, high: int) -> int:
     """Java's narrowing of a double to an integer type of range ``[low, high]``: truncation
-    toward zero, saturation at the bounds, NaN gives 0."""
+    toward zero, saturation at the bounds, NaN gives 0.
+
+    Python compares a float with an int exactly, and no double lies strictly between
+    ``2**63 - 1`` and ``2**63``, so comparing with the int bounds is Java's rule."""
     if math.isnan(x):
         return 0
-    if x >= float(high):
+    if x >= high:
         return high
-    if x <= float(low):
+    if x <= low:
         return low
     return int(x)
 
