@@ -2,7 +2,10 @@
 
 Modules (import names from the module that defines them):
 
-- ``storage``: table storage with atomic put-if-absent (``LocalStorage``, ``storage_for``).
+- ``uris``: physical paths, log paths (percent-encoded) and replay keys.
+- ``faults``: crash injection for the reliability tests (``QBEAST_CRASH_AT``).
+- ``storage``: the ``Storage`` interface with atomic put-if-absent (``storage.base``), its
+  local (``storage.local``) and S3 (``storage.s3``) implementations, and ``storage_for``.
 - ``actions``: frozen action dataclasses and the commit-file JSON codec.
 - ``schema``: pyarrow schema <-> Delta ``schemaString``.
 - ``file_stats``: per-file ``stats`` JSON from Arrow data.
