@@ -111,7 +111,7 @@ def qualify(location: str, working_dir: str | None = None) -> str:
     location = _check_text(location)
     scheme = _scheme(location)
     if scheme in _OBJECT_SCHEMES:
-        # the bucket and key rules are checked where the store is opened (s3_storage)
+        # the bucket and key rules are checked where the store is opened (delta.storage.s3)
         rest = location[len(scheme) + 1 :]
         if not rest.startswith("//") or not rest[2:].split("/", 1)[0]:
             raise InvalidOptionError(

@@ -20,8 +20,8 @@ import re
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError, StorageError
 from qbeast_connect.paths import enclosing_table, is_relative, qualify
+from server_plugin.delta.faults import _ancestors, _is_java
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
-from server_plugin.faults import _ancestors, _is_java
 
 #: What our writers create in a table directory before its first commit: data files named
 #: by a UUID (under ``column=value/`` directories for partitioned tables), and the log's

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from qbeast_connect.model.revision import Revision
     from qbeast_connect.model.snapshot import QbeastSnapshot
     from qbeast_connect.planning.predicate import Predicate
-    from server_plugin.delta.log_reader import DeltaSnapshot
+    from server_plugin.delta.snapshot import DeltaSnapshot
 
 FORMAT_NAME = "qbeast"
 #: Selected files are packed into read partitions of about this many bytes.

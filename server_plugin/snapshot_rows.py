@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from qbeast_connect.exceptions import TableNotFoundError
-from server_plugin.delta.actions import action_to_json_line
+from server_plugin.delta.actions import action_key, action_to_json_line
 from server_plugin.delta.log_reader import history, read_snapshot, version_at_timestamp
 from server_plugin.delta.storage import storage_for
 
@@ -29,12 +29,8 @@ def snapshot_rows(
         yield ("absent", "")
         return
     yield ("version", str(snap.version))
-    yield ("protocol", action_to_json_line(snap.protocol))
-    yield ("metaData", action_to_json_line(snap.metadata))
-    for txn in snap.txns.values():
-        yield ("txn", action_to_json_line(txn))
-    for add in snap.files.values():
-        yield ("add", action_to_json_line(add))
+    for action in snap.state_actions():
+        yield (action_key(action), action_to_json_line(action))
 
 
 def history_rows(path: str, limit: int | None) -> Iterator[tuple[str, str]]:

@@ -48,13 +48,7 @@ from qbeast_connect.timeline.timeline import (
     write_timelines,
 )
 from qbeast_connect.timeline.update_period import UpdatePeriod
-from server_plugin.delta.actions import (
-    AddFile,
-    FrozenMap,
-    RemoveFile,
-    encode_path,
-    normalize_path,
-)
+from server_plugin.delta.actions import AddFile, FrozenMap, RemoveFile
 from server_plugin.delta.committer import (
     CommitOutcomeUnknownError,
     commit,
@@ -62,8 +56,10 @@ from server_plugin.delta.committer import (
 )
 from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.file_stats import compute_safe_stats
-from server_plugin.delta.log_reader import DeltaSnapshot, read_snapshot
+from server_plugin.delta.log_reader import read_snapshot
+from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.delta.uris import encode_path, normalize_path
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.writer import _arrow_batches
 

@@ -25,10 +25,10 @@ from server_plugin.delta.committer import (
     create_table_actions,
 )
 from server_plugin.delta.conflicts import TransactionReadSet
+from server_plugin.delta.faults import crash_point
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
-from server_plugin.faults import crash_point
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions

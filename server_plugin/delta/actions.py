@@ -19,11 +19,9 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
-from urllib.parse import quote, unquote
 
 from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError
 
@@ -39,13 +37,11 @@ __all__ = [
     "RemoveFile",
     "Txn",
     "action_from_json",
+    "action_key",
     "action_to_json",
     "action_to_json_line",
     "decode_commit",
-    "decode_path",
     "encode_commit",
-    "encode_path",
-    "normalize_path",
 ]
 
 V = TypeVar("V")
@@ -118,6 +114,18 @@ def _thaw(value: Any) -> Any:
     return value
 
 
+def _coerce(obj: object, kind: type, *names: str, optional: bool = False) -> None:
+    """Convert the named fields of a frozen dataclass to ``kind`` where they are not already.
+
+    With ``optional``, a None field stays None.
+    """
+    for name in names:
+        value = getattr(obj, name)
+        if (optional and value is None) or isinstance(value, kind):
+            continue
+        object.__setattr__(obj, name, kind(value))
+
+
 @dataclass(frozen=True, slots=True)
 class Protocol:
     """The ``protocol`` action: versions and (at reader 3 / writer 7) table features.
@@ -135,10 +143,7 @@ class Protocol:
     writer_features: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.reader_features is not None and not isinstance(self.reader_features, tuple):
-            object.__setattr__(self, "reader_features", tuple(self.reader_features))
-        if self.writer_features is not None and not isinstance(self.writer_features, tuple):
-            object.__setattr__(self, "writer_features", tuple(self.writer_features))
+        _coerce(self, tuple, "reader_features", "writer_features", optional=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +154,7 @@ class Format:
     options: Mapping[str, str] = field(default_factory=FrozenMap)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.options, FrozenMap):
-            object.__setattr__(self, "options", FrozenMap(self.options))
+        _coerce(self, FrozenMap, "options")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +184,8 @@ class Metadata:
     format_options: Mapping[str, str] = field(default_factory=FrozenMap)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.partition_columns, tuple):
-            object.__setattr__(self, "partition_columns", tuple(self.partition_columns))
-        if not isinstance(self.configuration, FrozenMap):
-            object.__setattr__(self, "configuration", FrozenMap(self.configuration))
-        if not isinstance(self.format_options, FrozenMap):
-            object.__setattr__(self, "format_options", FrozenMap(self.format_options))
+        _coerce(self, tuple, "partition_columns")
+        _coerce(self, FrozenMap, "configuration", "format_options")
 
     @property
     def format(self) -> Format:
@@ -199,7 +199,7 @@ class AddFile:
 
     Attributes:
         path: URI reference as written in the log: percent-encoded, relative to the
-            table root, or absolute. See :func:`encode_path` and :func:`normalize_path`.
+            table root, or absolute. See :mod:`~server_plugin.delta.uris`.
         partition_values: One entry per partition column (``None`` = null).
         size: Exact size of the file in bytes.
         modification_time: File creation time, epoch milliseconds.
@@ -217,10 +217,8 @@ class AddFile:
     tags: Mapping[str, str | None] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.partition_values, FrozenMap):
-            object.__setattr__(self, "partition_values", FrozenMap(self.partition_values))
-        if self.tags is not None and not isinstance(self.tags, FrozenMap):
-            object.__setattr__(self, "tags", FrozenMap(self.tags))
+        _coerce(self, FrozenMap, "partition_values")
+        _coerce(self, FrozenMap, "tags", optional=True)
 
     def to_remove(self, deletion_timestamp: int, *, data_change: bool = True) -> RemoveFile:
         """Return the ``remove`` action that logically deletes this file.
@@ -270,10 +268,7 @@ class RemoveFile:
     stats: str | None = None
 
     def __post_init__(self) -> None:
-        if self.partition_values is not None and not isinstance(self.partition_values, FrozenMap):
-            object.__setattr__(self, "partition_values", FrozenMap(self.partition_values))
-        if self.tags is not None and not isinstance(self.tags, FrozenMap):
-            object.__setattr__(self, "tags", FrozenMap(self.tags))
+        _coerce(self, FrozenMap, "partition_values", "tags", optional=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,87 +347,30 @@ class CommitInfo:
 
 Action: TypeAlias = Protocol | Metadata | AddFile | RemoveFile | Txn | DomainMetadata | CommitInfo
 
-# ----------------------------------------------------------------------------- paths
+_KEYS: dict[type, str] = {
+    AddFile: "add",
+    RemoveFile: "remove",
+    Metadata: "metaData",
+    Protocol: "protocol",
+    Txn: "txn",
+    DomainMetadata: "domainMetadata",
+    CommitInfo: "commitInfo",
+}
 
-_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-_SAFE_SEGMENT_CHARS = "-._~="
 
+def action_key(action: Action) -> str:
+    """Return the key that names ``action``'s kind in the log (``add``, ``metaData``, ...).
 
-def encode_path(relative_path: str) -> str:
-    """Percent-encode a physical relative path for ``add.path`` / ``remove.path``.
-
-    Each ``/``-separated segment keeps only ``A-Z a-z 0-9 - . _ ~ =`` and escapes
-    everything else (UTF-8, ``%XX``), so the log never holds a raw ``#``, ``?``, ``%``
-    or a ``x:`` first segment that URI-joining readers would misinterpret.
-
-    Args:
-        relative_path: The object name relative to the table root, ``/``-separated.
-
-    Returns:
-        The URI reference to write in the log.
-
-    Example:
-        ```python
-        encode_path("p=a b%3Ac/part-0.parquet")  # 'p=a%20b%253Ac/part-0.parquet'
-        ```
+    Raises:
+        InvalidOptionError: ``action`` is not an action of this module.
     """
-    return "/".join(quote(seg, safe=_SAFE_SEGMENT_CHARS) for seg in relative_path.split("/"))
-
-
-def decode_path(path: str) -> str:
-    """Percent-decode a relative log path into the object name relative to the root."""
-    return unquote(path)
-
-
-def _clean_relative(path: str) -> str:
-    return "/".join(seg for seg in path.split("/") if seg not in ("", "."))
-
-
-def _file_uri_path(uri: str) -> str | None:
-    if not uri.lower().startswith("file:"):
-        return None
-    rest = uri[5:]
-    if rest.startswith("//"):
-        rest = rest[2:]
-        slash = rest.find("/")
-        if slash < 0:
-            return None
-        host, rest = rest[:slash], rest[slash:]
-        if host not in ("", "localhost"):
-            return None
-    return unquote(rest)
-
-
-def normalize_path(path: str, root_uri: str | None = None) -> str:
-    """Return the replay key of a log path: decoded, and relative when under the root.
-
-    An encoded relative path and an absolute URI naming the same object give the same
-    key, so replay treats them as one logical file.
-
-    Args:
-        path: ``add.path`` or ``remove.path`` as written in the log.
-        root_uri: The table root as a URI (``Storage.root_uri``); None to skip resolving
-            absolute URIs.
-
-    Returns:
-        The percent-decoded path relative to the table root, without empty or ``.``
-        segments; or the absolute URI unchanged when it lies outside the root.
-    """
-    if _SCHEME_RE.match(path) or path.startswith("/"):
-        if root_uri is None:
-            return path
-        prefix = root_uri.rstrip("/") + "/"
-        if path.startswith(prefix):
-            return _clean_relative(unquote(path[len(prefix) :]))
-        root_local = _file_uri_path(root_uri)
-        if root_local is not None:
-            local = unquote(path) if path.startswith("/") else _file_uri_path(path)
-            root_prefix = root_local.rstrip("/") + "/"
-            if local is not None and local.startswith(root_prefix):
-                return _clean_relative(local[len(root_prefix) :])
-        return path
-    return _clean_relative(unquote(path))
-
+    key = _KEYS.get(type(action))
+    if key is None:
+        raise InvalidOptionError(
+            f"{type(action).__name__} is not a Delta action; pass Protocol, Metadata, "
+            "AddFile, RemoveFile, Txn, DomainMetadata or CommitInfo"
+        )
+    return key
 
 # ----------------------------------------------------------------------------- JSON codec
 
@@ -453,6 +391,15 @@ def _opt_map(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if value is None else dict(value)
 
 
+def _opt_list(value: Sequence[str] | None) -> list[str] | None:
+    return None if value is None else list(value)
+
+
+def _drop_none(obj: dict[str, Any], *optional: str) -> dict[str, Any]:
+    """Leave out the ``optional`` keys whose value is None (the log omits absent fields)."""
+    return {k: v for k, v in obj.items() if v is not None or k not in optional}
+
+
 def action_to_json(action: Action) -> dict[str, Any]:
     """Return the single-key JSON object for an action (plain dicts and lists).
 
@@ -466,65 +413,56 @@ def action_to_json(action: Action) -> dict[str, Any]:
         InvalidOptionError: ``action`` is not an action of this module.
     """
     if isinstance(action, AddFile):
-        add: dict[str, Any] = {
+        add = {
             "path": action.path,
             "partitionValues": dict(action.partition_values),
             "size": action.size,
             "modificationTime": action.modification_time,
             "dataChange": action.data_change,
+            "stats": action.stats,
+            "tags": _opt_map(action.tags),
         }
-        if action.stats is not None:
-            add["stats"] = action.stats
-        if action.tags is not None:
-            add["tags"] = dict(action.tags)
-        return {"add": add}
+        return {"add": _drop_none(add, "stats", "tags")}
     if isinstance(action, RemoveFile):
-        rem: dict[str, Any] = {"path": action.path}
-        if action.deletion_timestamp is not None:
-            rem["deletionTimestamp"] = action.deletion_timestamp
-        rem["dataChange"] = action.data_change
-        if action.extended_file_metadata is not None:
-            rem["extendedFileMetadata"] = action.extended_file_metadata
-        if action.partition_values is not None:
-            rem["partitionValues"] = dict(action.partition_values)
-        if action.size is not None:
-            rem["size"] = action.size
-        if action.stats is not None:
-            rem["stats"] = action.stats
-        if action.tags is not None:
-            rem["tags"] = dict(action.tags)
-        return {"remove": rem}
-    if isinstance(action, Metadata):
-        meta: dict[str, Any] = {"id": action.id}
-        if action.name is not None:
-            meta["name"] = action.name
-        if action.description is not None:
-            meta["description"] = action.description
-        meta["format"] = {
-            "provider": action.format_provider,
-            "options": dict(action.format_options),
+        rem = {
+            "path": action.path,
+            "deletionTimestamp": action.deletion_timestamp,
+            "dataChange": action.data_change,
+            "extendedFileMetadata": action.extended_file_metadata,
+            "partitionValues": _opt_map(action.partition_values),
+            "size": action.size,
+            "stats": action.stats,
+            "tags": _opt_map(action.tags),
         }
-        meta["schemaString"] = action.schema_string
-        meta["partitionColumns"] = list(action.partition_columns)
-        meta["configuration"] = dict(action.configuration)
-        if action.created_time is not None:
-            meta["createdTime"] = action.created_time
-        return {"metaData": meta}
+        optional = ("deletionTimestamp", "extendedFileMetadata", "partitionValues", "size")
+        return {"remove": _drop_none(rem, *optional, "stats", "tags")}
+    if isinstance(action, Metadata):
+        meta = {
+            "id": action.id,
+            "name": action.name,
+            "description": action.description,
+            "format": {"provider": action.format_provider, "options": dict(action.format_options)},
+            "schemaString": action.schema_string,
+            "partitionColumns": list(action.partition_columns),
+            "configuration": dict(action.configuration),
+            "createdTime": action.created_time,
+        }
+        return {"metaData": _drop_none(meta, "name", "description", "createdTime")}
     if isinstance(action, Protocol):
-        proto: dict[str, Any] = {
+        proto = {
             "minReaderVersion": action.min_reader_version,
             "minWriterVersion": action.min_writer_version,
+            "readerFeatures": _opt_list(action.reader_features),
+            "writerFeatures": _opt_list(action.writer_features),
         }
-        if action.reader_features is not None:
-            proto["readerFeatures"] = list(action.reader_features)
-        if action.writer_features is not None:
-            proto["writerFeatures"] = list(action.writer_features)
-        return {"protocol": proto}
+        return {"protocol": _drop_none(proto, "readerFeatures", "writerFeatures")}
     if isinstance(action, Txn):
-        txn: dict[str, Any] = {"appId": action.app_id, "version": action.version}
-        if action.last_updated is not None:
-            txn["lastUpdated"] = action.last_updated
-        return {"txn": txn}
+        txn = {
+            "appId": action.app_id,
+            "version": action.version,
+            "lastUpdated": action.last_updated,
+        }
+        return {"txn": _drop_none(txn, "lastUpdated")}
     if isinstance(action, CommitInfo):
         return {"commitInfo": action.to_dict()}
     if isinstance(action, DomainMetadata):

@@ -22,10 +22,9 @@ content), then ``_last_checkpoint`` is written unless it already names a newer v
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -42,15 +41,16 @@ from .actions import (
     RemoveFile,
     Txn,
     action_from_json,
+    action_key,
 )
 from .file_stats import stats_json_from_values
-from .log_reader import (
+from .log_files import (
     LAST_CHECKPOINT_PATH,
-    DeltaSnapshot,
     LastCheckpoint,
     checkpoint_path,
     multipart_checkpoint_path,
     read_last_checkpoint,
+    write_last_checkpoint,
 )
 from .properties import (
     CHECKPOINT_INTERVAL,
@@ -60,6 +60,7 @@ from .properties import (
     get_int,
     get_interval_ms,
 )
+from .snapshot import DeltaSnapshot
 from .storage import Storage
 
 __all__ = [
@@ -71,88 +72,31 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_STR_MAP = pa.map_(pa.string(), pa.string())
+_STR = pa.string()
+_I64 = pa.int64()
+_BOOL = pa.bool_()
+_STR_LIST = pa.list_(_STR)
+_STR_MAP = pa.map_(_STR, _STR)
+
+
+def _struct(**fields: pa.DataType) -> pa.DataType:
+    return pa.struct([pa.field(name, kind) for name, kind in fields.items()])
+
 
 CHECKPOINT_SCHEMA = pa.schema(
     [
-        pa.field(
-            "protocol",
-            pa.struct(
-                [
-                    pa.field("minReaderVersion", pa.int32()),
-                    pa.field("minWriterVersion", pa.int32()),
-                    pa.field("readerFeatures", pa.list_(pa.string())),
-                    pa.field("writerFeatures", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        pa.field(
-            "metaData",
-            pa.struct(
-                [
-                    pa.field("id", pa.string()),
-                    pa.field("name", pa.string()),
-                    pa.field("description", pa.string()),
-                    pa.field(
-                        "format",
-                        pa.struct(
-                            [pa.field("provider", pa.string()), pa.field("options", _STR_MAP)]
-                        ),
-                    ),
-                    pa.field("schemaString", pa.string()),
-                    pa.field("partitionColumns", pa.list_(pa.string())),
-                    pa.field("configuration", _STR_MAP),
-                    pa.field("createdTime", pa.int64()),
-                ]
-            ),
-        ),
-        pa.field(
-            "txn",
-            pa.struct(
-                [
-                    pa.field("appId", pa.string()),
-                    pa.field("version", pa.int64()),
-                    pa.field("lastUpdated", pa.int64()),
-                ]
-            ),
-        ),
-        pa.field(
-            "add",
-            pa.struct(
-                [
-                    pa.field("path", pa.string()),
-                    pa.field("partitionValues", _STR_MAP),
-                    pa.field("size", pa.int64()),
-                    pa.field("modificationTime", pa.int64()),
-                    pa.field("dataChange", pa.bool_()),
-                    pa.field("stats", pa.string()),
-                    pa.field("tags", _STR_MAP),
-                ]
-            ),
-        ),
-        pa.field(
-            "remove",
-            pa.struct(
-                [
-                    pa.field("path", pa.string()),
-                    pa.field("deletionTimestamp", pa.int64()),
-                    pa.field("dataChange", pa.bool_()),
-                    pa.field("extendedFileMetadata", pa.bool_()),
-                    pa.field("partitionValues", _STR_MAP),
-                    pa.field("size", pa.int64()),
-                ]
-            ),
-        ),
-        pa.field(
-            "domainMetadata",
-            pa.struct(
-                [
-                    pa.field("domain", pa.string()),
-                    pa.field("configuration", pa.string()),
-                    pa.field("removed", pa.bool_()),
-                ]
-            ),
-        ),
+        ("protocol", _struct(minReaderVersion=pa.int32(), minWriterVersion=pa.int32(),
+                             readerFeatures=_STR_LIST, writerFeatures=_STR_LIST)),
+        ("metaData", _struct(id=_STR, name=_STR, description=_STR,
+                             format=_struct(provider=_STR, options=_STR_MAP),
+                             schemaString=_STR, partitionColumns=_STR_LIST,
+                             configuration=_STR_MAP, createdTime=_I64)),
+        ("txn", _struct(appId=_STR, version=_I64, lastUpdated=_I64)),
+        ("add", _struct(path=_STR, partitionValues=_STR_MAP, size=_I64, modificationTime=_I64,
+                        dataChange=_BOOL, stats=_STR, tags=_STR_MAP)),
+        ("remove", _struct(path=_STR, deletionTimestamp=_I64, dataChange=_BOOL,
+                           extendedFileMetadata=_BOOL, partitionValues=_STR_MAP, size=_I64)),
+        ("domainMetadata", _struct(domain=_STR, configuration=_STR, removed=_BOOL)),
     ]
 )
 """The pyarrow schema of the checkpoints we write."""
@@ -232,6 +176,17 @@ def _domain_row(d: DomainMetadata) -> dict[str, Any]:
     return {"domain": d.domain, "configuration": d.configuration, "removed": False}
 
 
+#: The checkpoint row of each kind of action, by column (the action's key in the log).
+_ROW_OF: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "protocol": _protocol_row,
+    "metaData": _metadata_row,
+    "txn": _txn_row,
+    "add": _add_row,
+    "remove": _remove_row,
+    "domainMetadata": _domain_row,
+}
+
+
 def checkpoint_table(snapshot: DeltaSnapshot, *, now_ms: int | None = None) -> pa.Table:
     """Build the checkpoint rows of a snapshot as a pyarrow table.
 
@@ -251,21 +206,19 @@ def checkpoint_table(snapshot: DeltaSnapshot, *, now_ms: int | None = None) -> p
     cutoff = now - retention
     rows: dict[str, list[dict[str, Any] | None]] = {name: [] for name in _ACTION_COLUMNS}
 
-    def emit(column: str, row: dict[str, Any]) -> None:
+    def emit(action: Action) -> None:
+        column = action_key(action)
+        row = _ROW_OF[column](action)
         for name, values in rows.items():
             values.append(row if name == column else None)
 
-    emit("protocol", _protocol_row(snapshot.protocol))
-    emit("metaData", _metadata_row(snapshot.metadata))
-    for txn in snapshot.txns.values():
-        emit("txn", _txn_row(txn))
-    for add in snapshot.files.values():
-        emit("add", _add_row(add))
+    for action in snapshot.state_actions():
+        emit(action)
     for remove in snapshot.tombstones.values():
         if remove.deletion_timestamp is not None and remove.deletion_timestamp > cutoff:
-            emit("remove", _remove_row(remove))
+            emit(remove)
     for domain in snapshot.domain_metadata.values():
-        emit("domainMetadata", _domain_row(domain))
+        emit(domain)
     arrays = [pa.array(rows[f.name], type=f.type) for f in CHECKPOINT_SCHEMA]
     return pa.Table.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
 
@@ -304,15 +257,7 @@ def write_checkpoint(storage: Storage, snapshot: DeltaSnapshot) -> None:
         size_in_bytes=len(data),
         num_of_add_files=len(snapshot.files),
     )
-    payload = {
-        "version": hint.version,
-        "size": hint.size,
-        "sizeInBytes": hint.size_in_bytes,
-        "numOfAddFiles": hint.num_of_add_files,
-    }
-    storage.put_atomic(
-        LAST_CHECKPOINT_PATH, json.dumps(payload, separators=(",", ":")).encode("utf-8")
-    )
+    write_last_checkpoint(storage, hint)
 
 
 def _read_part(storage: Storage, path: str) -> list[Action]:

@@ -52,22 +52,17 @@ from .actions import (
     RemoveFile,
     Txn,
     encode_commit,
-    encode_path,
-    normalize_path,
 )
 from .checkpoint import checkpoint_interval, write_checkpoint
 from .conflicts import TransactionReadSet, check_conflict
-from .log_reader import (
-    DeltaSnapshot,
-    commit_path,
-    latest_version,
-    read_commit,
-    read_snapshot,
-)
+from .log_files import commit_path
+from .log_reader import latest_version, read_commit, read_snapshot
 from .properties import APPEND_ONLY, get_bool
 from .protocol import DEFAULT_PROTOCOL, check_writable
 from .schema import delta_to_arrow_schema
+from .snapshot import DeltaSnapshot
 from .storage import Storage
+from .uris import encode_path, normalize_path
 
 __all__ = [
     "DEFAULT_ENGINE_INFO",
@@ -178,7 +173,7 @@ def add_file_for(
     """Build the ``add`` action of a data file already written under the table root.
 
     Size and modification time are read from storage; the path is percent-encoded for
-    the log (see ``actions.encode_path``).
+    the log (see ``uris.encode_path``).
 
     Args:
         storage: The table storage.

@@ -40,8 +40,8 @@ from .actions import (
     Protocol,
     RemoveFile,
     Txn,
-    normalize_path,
 )
+from .uris import normalize_path
 
 __all__ = ["TransactionReadSet", "check_conflict"]
 
@@ -54,7 +54,7 @@ class TransactionReadSet:
         read_version: Table version the transaction read (-1 when creating the table).
         read_whole_table: True when the result depends on every file (e.g. an overwrite
             or an OTree optimization that scanned the table).
-        read_files: Normalized paths (see ``actions.normalize_path``) of files read.
+        read_files: Normalized paths (see ``uris.normalize_path``) of files read.
         removed_files: Normalized paths of files this transaction removes.
         app_ids: ``txn`` appIds the transaction consulted or writes.
         changes_metadata: The transaction writes a ``metaData`` action.

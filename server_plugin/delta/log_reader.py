@@ -13,7 +13,7 @@ Reconstruction (Delta PROTOCOL "Action Reconciliation"):
 4. Check the protocol (:func:`protocol.check_readable`) before anything else is used.
 
 Files are keyed by their normalized path (percent-decoded, relative to the table root;
-see :func:`actions.normalize_path`), which is also the path to give to ``Storage``.
+see :func:`uris.normalize_path`), which is also the path to give to ``Storage``.
 
 Example:
     ```python
@@ -25,15 +25,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-import pyarrow as pa
 
 from qbeast_connect.exceptions import (
     CorruptLogError,
@@ -53,7 +49,15 @@ from .actions import (
     RemoveFile,
     Txn,
     decode_commit,
-    normalize_path,
+)
+from .checkpoint import read_checkpoint
+from .log_files import (
+    LAST_CHECKPOINT_PATH,
+    LOG_DIR,
+    check_version,
+    commit_path,
+    parse_log_file_name,
+    read_last_checkpoint,
 )
 from .properties import (
     ENABLE_IN_COMMIT_TIMESTAMPS,
@@ -61,92 +65,23 @@ from .properties import (
     get_interval_ms,
 )
 from .protocol import check_readable
-from .schema import delta_to_arrow_schema
+from .snapshot import DeltaSnapshot
 from .storage import FileInfo, Storage
+from .uris import normalize_path
 
 __all__ = [
-    "LAST_CHECKPOINT_PATH",
-    "LOG_DIR",
     "CheckpointRef",
-    "DeltaSnapshot",
-    "LastCheckpoint",
     "LogListing",
-    "checkpoint_path",
-    "commit_path",
     "history",
     "latest_version",
     "list_log",
-    "multipart_checkpoint_path",
-    "parse_log_file_name",
     "read_commit",
-    "read_last_checkpoint",
     "read_snapshot",
     "replay",
     "version_at_timestamp",
 ]
 
 logger = logging.getLogger(__name__)
-
-LOG_DIR = "_delta_log"
-LAST_CHECKPOINT_PATH = f"{LOG_DIR}/_last_checkpoint"
-
-_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
-_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
-_MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
-_UUID_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
-
-
-def commit_path(version: int) -> str:
-    """Return ``_delta_log/<version:020d>.json``."""
-    _check_version(version)
-    return f"{LOG_DIR}/{version:020d}.json"
-
-
-def checkpoint_path(version: int) -> str:
-    """Return ``_delta_log/<version:020d>.checkpoint.parquet`` (classic single file)."""
-    _check_version(version)
-    return f"{LOG_DIR}/{version:020d}.checkpoint.parquet"
-
-
-def multipart_checkpoint_path(version: int, part: int, parts: int) -> str:
-    """Return the path of part ``part`` (1-based) of a ``parts``-part checkpoint."""
-    _check_version(version)
-    return f"{LOG_DIR}/{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
-
-
-def _check_version(version: int) -> None:
-    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version < 10**20:
-        raise InvalidOptionError(f"invalid table version {version!r}; versions are ints >= 0")
-
-
-def parse_log_file_name(name: str) -> tuple[str, int, int | None, int | None] | None:
-    """Classify a file name found in ``_delta_log``.
-
-    Args:
-        name: A bare file name (no directory).
-
-    Returns:
-        ``(kind, version, part, parts)`` with kind ``"commit"``, ``"checkpoint"``,
-        ``"multipart"`` or ``"uuid"`` (part/parts only for multipart), or None for any
-        other file (``.crc``, compacted logs, temp files, ``_last_checkpoint``, ...).
-    """
-    m = _COMMIT_RE.match(name)
-    if m:
-        return ("commit", int(m.group(1)), None, None)
-    m = _CHECKPOINT_RE.match(name)
-    if m:
-        return ("checkpoint", int(m.group(1)), None, None)
-    m = _MULTIPART_RE.match(name)
-    if m:
-        part, parts = int(m.group(2)), int(m.group(3))
-        if 1 <= part <= parts:
-            return ("multipart", int(m.group(1)), part, parts)
-        return None
-    m = _UUID_CHECKPOINT_RE.match(name)
-    if m:
-        return ("uuid", int(m.group(1)), None, None)
-    return None
-
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRef:
@@ -230,106 +165,6 @@ def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
     for version, info in singles.items():
         checkpoints[version] = CheckpointRef(version, None, (info,), info.mtime_ms)
     return LogListing(commits, checkpoints, frozenset(uuids), from_version)
-
-
-@dataclass(frozen=True, slots=True)
-class LastCheckpoint:
-    """The ``_last_checkpoint`` hint.
-
-    Attributes:
-        version: Version of the hinted checkpoint.
-        size: Number of action rows in it, if given.
-        parts: Number of parts for a multi-part checkpoint, else None.
-        size_in_bytes: Total file size, if given.
-        num_of_add_files: Number of ``add`` rows, if given.
-    """
-
-    version: int
-    size: int | None = None
-    parts: int | None = None
-    size_in_bytes: int | None = None
-    num_of_add_files: int | None = None
-
-
-def read_last_checkpoint(storage: Storage) -> LastCheckpoint | None:
-    """Read the ``_last_checkpoint`` hint; None when missing or unparsable."""
-    try:
-        data = storage.read_bytes(LAST_CHECKPOINT_PATH)
-    except FileNotFoundError:
-        return None
-    try:
-        obj = json.loads(data)
-        version = obj["version"]
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise ValueError(f"bad version {version!r}")
-
-        def opt(key: str) -> int | None:
-            value = obj.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-        return LastCheckpoint(
-            version, opt("size"), opt("parts"), opt("sizeInBytes"), opt("numOfAddFiles")
-        )
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        logger.warning("ignoring unparsable %s in %s: %s", LAST_CHECKPOINT_PATH, storage, exc)
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaSnapshot:
-    """The state of a Delta table at one version.
-
-    Attributes:
-        version: The table version.
-        protocol: The table's protocol (already checked readable).
-        metadata: The table's metaData.
-        files: Live ``add`` actions keyed by normalized path (percent-decoded, relative
-            to the table root when inside it; the key is the path to give to Storage).
-        tombstones: ``remove`` actions (not re-added) keyed like ``files``.
-        txns: Last ``txn`` per ``appId`` (expired ones dropped).
-        domain_metadata: Live ``domainMetadata`` per domain.
-        timestamp: Commit time of ``version`` in epoch milliseconds.
-        checkpoint_version: Version of the checkpoint replay started from, if any.
-    """
-
-    version: int
-    protocol: Protocol
-    metadata: Metadata
-    files: Mapping[str, AddFile]
-    tombstones: Mapping[str, RemoveFile] = field(default_factory=FrozenMap)
-    txns: Mapping[str, Txn] = field(default_factory=FrozenMap)
-    domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=FrozenMap)
-    timestamp: int = 0
-    checkpoint_version: int | None = None
-
-    def txn_version(self, app_id: str) -> int | None:
-        """Return the last committed ``txn`` version of ``app_id``, or None."""
-        txn = self.txns.get(app_id)
-        return None if txn is None else txn.version
-
-    def arrow_schema(self) -> pa.Schema:
-        """Return the table schema as pyarrow (parsed from ``schemaString``)."""
-        return delta_to_arrow_schema(self.metadata.schema_string)
-
-    @property
-    def configuration(self) -> Mapping[str, str]:
-        """The table properties (``metaData.configuration``)."""
-        return self.metadata.configuration
-
-    @property
-    def partition_columns(self) -> tuple[str, ...]:
-        """The partition columns."""
-        return self.metadata.partition_columns
-
-    @property
-    def num_files(self) -> int:
-        """Number of live files."""
-        return len(self.files)
-
-    @property
-    def size_in_bytes(self) -> int:
-        """Total size of the live files."""
-        return sum(add.size for add in self.files.values())
 
 
 class _Replay:
@@ -533,7 +368,7 @@ def read_snapshot(storage: Storage, version: int | None = None) -> DeltaSnapshot
         UnsupportedProtocolError: The table needs features we cannot read.
     """
     if version is not None:
-        _check_version(version)
+        check_version(version)
     hint = read_last_checkpoint(storage)
     if hint is not None and (version is None or hint.version <= version):
         partial = list_log(storage, from_version=hint.version)
@@ -586,8 +421,6 @@ def _build(storage: Storage, listing: LogListing, target: int) -> DeltaSnapshot:
                 "time travel to a newer version"
             )
         raise CorruptLogError(_gap_message(listing, target))
-
-    from .checkpoint import read_checkpoint  # local import: checkpoint imports this module
 
     first_error: CorruptLogError | None = None
     for cp, commit_versions in plans:

@@ -59,6 +59,45 @@ def _fmt(features: set[str] | list[str]) -> str:
     return ", ".join(sorted(features))
 
 
+def _check_features(
+    side: str,
+    version: int,
+    features: tuple[str, ...] | None,
+    features_version: int,
+    supported: frozenset[str],
+    refusal: str,
+) -> None:
+    """Check a feature list: present exactly at ``features_version``, and all supported.
+
+    Args:
+        side: ``"reader"`` or ``"writer"``.
+        version: The protocol's ``min<Side>Version``.
+        features: Its ``<side>Features`` list, or None.
+        features_version: The version that carries a feature list (3 or 7).
+        supported: The features of this side we implement.
+        refusal: How the message ends when a feature is not supported.
+    """
+    name = f"{side}Features"
+    version_name = f"min{side.capitalize()}Version"
+    if version == features_version:
+        if features is None:
+            raise UnsupportedProtocolError(
+                f"table has {version_name} {features_version} but no {name} list; the "
+                "protocol action is invalid"
+            )
+        unsupported = set(features) - supported
+        if unsupported:
+            raise UnsupportedProtocolError(
+                f"table requires {side} features [{_fmt(unsupported)}], which "
+                f"qbeast-connect {refusal}"
+            )
+    elif features is not None:
+        raise UnsupportedProtocolError(
+            f"table lists {name} at {version_name} {version} (only allowed at "
+            f"{features_version}); the protocol action is invalid"
+        )
+
+
 def check_readable(protocol: Protocol) -> None:
     """Refuse a table whose protocol we cannot read correctly.
 
@@ -84,23 +123,14 @@ def check_readable(protocol: Protocol) -> None:
             f"3 (with features {_fmt(list(SUPPORTED_READER_FEATURES))}); upgrade "
             "qbeast-connect or use another Delta engine"
         )
-    if reader == 3:
-        if protocol.reader_features is None:
-            raise UnsupportedProtocolError(
-                "table has minReaderVersion 3 but no readerFeatures list; the protocol "
-                "action is invalid"
-            )
-        unsupported = set(protocol.reader_features) - SUPPORTED_READER_FEATURES
-        if unsupported:
-            raise UnsupportedProtocolError(
-                f"table requires reader features [{_fmt(unsupported)}], which "
-                f"qbeast-connect does not support; {_FIX_READ}"
-            )
-    elif protocol.reader_features is not None:
-        raise UnsupportedProtocolError(
-            f"table lists readerFeatures at minReaderVersion {reader} (only allowed at 3); "
-            "the protocol action is invalid"
-        )
+    _check_features(
+        "reader",
+        reader,
+        protocol.reader_features,
+        3,
+        SUPPORTED_READER_FEATURES,
+        f"does not support; {_FIX_READ}",
+    )
 
 
 def check_writable(protocol: Protocol, metadata: Metadata) -> None:
@@ -141,23 +171,14 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
             f"table requires minWriterVersion {writer}; qbeast-connect writes versions up "
             f"to {MAX_WRITER_VERSION}; upgrade qbeast-connect or use another Delta engine"
         )
-    if writer == 7:
-        if protocol.writer_features is None:
-            raise UnsupportedProtocolError(
-                "table has minWriterVersion 7 but no writerFeatures list; the protocol "
-                "action is invalid"
-            )
-        unsupported = set(protocol.writer_features) - SUPPORTED_WRITER_FEATURES
-        if unsupported:
-            raise UnsupportedProtocolError(
-                f"table requires writer features [{_fmt(unsupported)}], which "
-                f"qbeast-connect cannot write; {_FIX_WRITE}"
-            )
-    elif protocol.writer_features is not None:
-        raise UnsupportedProtocolError(
-            f"table lists writerFeatures at minWriterVersion {writer} (only allowed at 7); "
-            "the protocol action is invalid"
-        )
+    _check_features(
+        "writer",
+        writer,
+        protocol.writer_features,
+        7,
+        SUPPORTED_WRITER_FEATURES,
+        f"cannot write; {_FIX_WRITE}",
+    )
     _check_metadata_writable(metadata)
 
 

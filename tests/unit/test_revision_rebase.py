@@ -37,8 +37,9 @@ from server_plugin import writer
 from server_plugin.delta.actions import FrozenMap
 from server_plugin.delta.committer import commit
 from server_plugin.delta.conflicts import TransactionReadSet
-from server_plugin.delta.log_reader import DeltaSnapshot, read_snapshot
+from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.schema import arrow_schema_to_delta
+from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import LocalStorage
 
 LAST = "qbeast.lastRevisionID"

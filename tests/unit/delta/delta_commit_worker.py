@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyarrow as pa
 from delta_testlib import write_data_file
 
-from server_plugin.delta.actions import normalize_path
 from server_plugin.delta.committer import commit
 from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.log_reader import latest_version
 from server_plugin.delta.storage import LocalStorage
+from server_plugin.delta.uris import normalize_path
 
 
 def main() -> None:

@@ -21,9 +21,8 @@ from server_plugin.delta.actions import (
     action_to_json_line,
     decode_commit,
     encode_commit,
-    encode_path,
-    normalize_path,
 )
+from server_plugin.delta.uris import encode_path, normalize_path
 
 ADD = AddFile(
     path="p=a%20b/part-0.parquet",

@@ -23,13 +23,12 @@ from server_plugin.delta.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from server_plugin.delta.log_reader import (
+from server_plugin.delta.log_files import (
     LAST_CHECKPOINT_PATH,
     multipart_checkpoint_path,
     read_last_checkpoint,
-    read_snapshot,
-    replay,
 )
+from server_plugin.delta.log_reader import read_snapshot, replay
 from server_plugin.delta.storage import LocalStorage
 
 COMMITS = 25

@@ -21,13 +21,15 @@ from server_plugin.delta.actions import (
     Txn,
     encode_commit,
 )
-from server_plugin.delta.log_reader import (
+from server_plugin.delta.log_files import (
     checkpoint_path,
     commit_path,
-    history,
-    latest_version,
     multipart_checkpoint_path,
     parse_log_file_name,
+)
+from server_plugin.delta.log_reader import (
+    history,
+    latest_version,
     read_commit,
     read_snapshot,
     replay,

@@ -31,7 +31,7 @@ pytest.importorskip("moto")
 from botocore.awsrequest import AWSResponse  # noqa: E402
 from botocore.exceptions import ClientError, ReadTimeoutError  # noqa: E402
 
-import server_plugin.delta.s3_storage as s3mod  # noqa: E402
+import server_plugin.delta.storage.s3 as s3mod  # noqa: E402
 from qbeast_connect.exceptions import (  # noqa: E402
     CommitConflictError,
     InvalidOptionError,
@@ -42,14 +42,13 @@ from server_plugin.delta.actions import AddFile, RemoveFile  # noqa: E402
 from server_plugin.delta.checkpoint import read_checkpoint  # noqa: E402
 from server_plugin.delta.committer import commit  # noqa: E402
 from server_plugin.delta.conflicts import TransactionReadSet  # noqa: E402
-from server_plugin.delta.log_reader import (  # noqa: E402
+from server_plugin.delta.log_files import (  # noqa: E402
     LAST_CHECKPOINT_PATH,
-    latest_version,
     read_last_checkpoint,
-    read_snapshot,
 )
-from server_plugin.delta.s3_storage import S3Config, S3Storage, parse_s3_uri  # noqa: E402
+from server_plugin.delta.log_reader import latest_version, read_snapshot  # noqa: E402
 from server_plugin.delta.storage import storage_for  # noqa: E402
+from server_plugin.delta.storage.s3 import S3Config, S3Storage, parse_s3_uri  # noqa: E402
 from tests.moto_server import free_port as _free_port  # noqa: E402
 from tests.moto_server import moto_s3_server  # noqa: E402
 
@@ -533,7 +532,7 @@ _APPENDER = textwrap.dedent(
     sys.path.insert(0, {here!r})
     import pyarrow as pa
     from delta_testlib import write_data_file
-    from server_plugin.delta.actions import normalize_path
+    from server_plugin.delta.uris import normalize_path
     from server_plugin.delta.committer import commit
     from server_plugin.delta.conflicts import TransactionReadSet
     from server_plugin.delta.log_reader import latest_version

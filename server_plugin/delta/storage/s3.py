@@ -60,10 +60,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from qbeast_connect.exceptions import (
@@ -73,9 +73,12 @@ from qbeast_connect.exceptions import (
     UnsafePathError,
 )
 
-from .storage import FileInfo, Storage, check_relative_path
+from ..uris import check_relative_path
+from .base import FileInfo, Storage
 
 __all__ = ["S3Config", "S3Storage", "conditional_put_checked"]
+
+_T = TypeVar("_T")
 
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-_]{1,61}[a-z0-9]$")
 #: Objects up to this size are uploaded with one PutObject; larger ones in parts.
@@ -422,28 +425,30 @@ class S3Storage(Storage):
             hint = "; check AWS_ENDPOINT_URL (fs.s3a.endpoint) in the Spark server's environment"
         return StorageError(f"cannot {action} {self.resolve(rel_path)}: {text}{hint}")
 
-    def _head(self, rel_path: str) -> dict[str, Any]:
+    def _reading(self, action: str, rel_path: str, call: Callable[[], _T]) -> _T:
+        """Run one read request; a missing object is FileNotFoundError, else StorageError."""
         _, _, boto_error, client_error = _boto()
         try:
-            return dict(self.client.head_object(Bucket=self.bucket, Key=self.key(rel_path)))
+            return call()
         except client_error as exc:
             if _is_missing(exc):
                 raise FileNotFoundError(f"{self.resolve(rel_path)} does not exist") from exc
-            raise self._fail("read the size of", rel_path, exc) from exc
+            raise self._fail(action, rel_path, exc) from exc
         except boto_error as exc:
-            raise self._fail("read the size of", rel_path, exc) from exc
+            raise self._fail(action, rel_path, exc) from exc
+
+    def _head(self, rel_path: str) -> dict[str, Any]:
+        def head() -> dict[str, Any]:
+            return dict(self.client.head_object(Bucket=self.bucket, Key=self.key(rel_path)))
+
+        return self._reading("read the size of", rel_path, head)
 
     def _get(self, rel_path: str, **kwargs: Any) -> bytes:
-        _, _, boto_error, client_error = _boto()
-        try:
+        def get() -> bytes:
             response = self.client.get_object(Bucket=self.bucket, Key=self.key(rel_path), **kwargs)
             return bytes(response["Body"].read())
-        except client_error as exc:
-            if _is_missing(exc):
-                raise FileNotFoundError(f"{self.resolve(rel_path)} does not exist") from exc
-            raise self._fail("read", rel_path, exc) from exc
-        except boto_error as exc:
-            raise self._fail("read", rel_path, exc) from exc
+
+        return self._reading("read", rel_path, get)
 
     def _list(self, rel_dir: str, *, delimiter: bool, start_after: str | None) -> list[FileInfo]:
         _, _, boto_error, client_error = _boto()

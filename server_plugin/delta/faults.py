@@ -7,6 +7,9 @@ Without the variable this does nothing. Points:
 * ``after_files``: the data files are written, the commit has not started;
 * ``commit_temp_written``: the commit's temporary file exists, the version is not claimed;
 * ``after_commit``: the commit is durable, the client has not been answered.
+
+It sits in the Delta layer, the lowest that has a crash point (local storage's
+put-if-absent); the plugin's writer and its location checks import it from here.
 """
 
 from __future__ import annotations
