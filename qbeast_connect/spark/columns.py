@@ -34,7 +34,7 @@ from qbeast_connect.planning.predicate.nodes import (
 )
 from qbeast_connect.planning.predicate.sql_parser import from_sql
 from qbeast_connect.planning.predicate.sql_render import literal_sql, quote_identifier
-from qbeast_connect.planning.predicate.sql_tokenizer import PredicateSyntaxError
+from qbeast_connect.planning.predicate.sql_tokenizer import PredicateSyntaxError, read_backquoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -90,22 +90,12 @@ def _split_identifier(text: str) -> tuple[str, ...] | None:
     while i < n:
         ch = text[i]
         if ch == "`":
-            if current and not quoted_part:
+            quoted = None if current else read_backquoted(text, i)
+            if quoted is None:
                 return None
-            j = i + 1
-            while True:
-                if j >= n:
-                    return None
-                if text[j] == "`":
-                    if j + 1 < n and text[j + 1] == "`":
-                        current.append("`")
-                        j += 2
-                        continue
-                    break
-                current.append(text[j])
-                j += 1
+            current.append(quoted[0])
             quoted_part = True
-            i = j + 1
+            i = quoted[1]
             if i < n and text[i] != ".":
                 return None
             continue

@@ -24,68 +24,26 @@ transport's job, in :mod:`qbeast_connect.spark.columns`.
 
 from __future__ import annotations
 
-from qbeast_connect.planning.predicate.literals import (
-    LiteralValue,
-    parse_date_literal,
-    parse_timestamp_literal,
+from qbeast_connect.planning.predicate import (
+    literals,
+    nodes,
+    normal_form,
+    sql_parser,
+    sql_render,
+    sql_tokenizer,
 )
-from qbeast_connect.planning.predicate.nodes import (
-    FALSE,
-    TRUE,
-    And,
-    Between,
-    Comparison,
-    ComparisonOp,
-    FalseLiteral,
-    InList,
-    IsNotNull,
-    IsNull,
-    Not,
-    Opaque,
-    Or,
-    Predicate,
-    TrueLiteral,
-    and_,
-    conjuncts,
-    disjuncts,
-    or_,
-    referenced_columns,
-    to_sql,
-)
-from qbeast_connect.planning.predicate.normal_form import nnf, to_dnf
-from qbeast_connect.planning.predicate.sql_parser import from_sql
-from qbeast_connect.planning.predicate.sql_render import literal_sql, quote_identifier
-from qbeast_connect.planning.predicate.sql_tokenizer import PredicateSyntaxError
+from qbeast_connect.planning.predicate.literals import *  # noqa: F403
+from qbeast_connect.planning.predicate.nodes import *  # noqa: F403
+from qbeast_connect.planning.predicate.normal_form import *  # noqa: F403
+from qbeast_connect.planning.predicate.sql_parser import *  # noqa: F403
+from qbeast_connect.planning.predicate.sql_render import *  # noqa: F403
+from qbeast_connect.planning.predicate.sql_tokenizer import *  # noqa: F403
 
-__all__ = [
-    "FALSE",
-    "TRUE",
-    "And",
-    "Between",
-    "Comparison",
-    "ComparisonOp",
-    "FalseLiteral",
-    "InList",
-    "IsNotNull",
-    "IsNull",
-    "LiteralValue",
-    "Not",
-    "Opaque",
-    "Or",
-    "Predicate",
-    "PredicateSyntaxError",
-    "TrueLiteral",
-    "and_",
-    "conjuncts",
-    "disjuncts",
-    "from_sql",
-    "literal_sql",
-    "nnf",
-    "or_",
-    "parse_date_literal",
-    "parse_timestamp_literal",
-    "quote_identifier",
-    "referenced_columns",
-    "to_dnf",
-    "to_sql",
-]
+# each module's __all__ lists the names it contributes to the package
+__all__: list[str] = []
+__all__ += literals.__all__
+__all__ += nodes.__all__
+__all__ += normal_form.__all__
+__all__ += sql_parser.__all__
+__all__ += sql_render.__all__
+__all__ += sql_tokenizer.__all__

@@ -17,13 +17,8 @@ from typing import Any, TypeAlias
 
 from qbeast_connect.exceptions import InvalidOptionError
 
-__all__ = [
-    "LiteralValue",
-    "normalize_literal",
-    "parse_date_literal",
-    "parse_timestamp_literal",
-    "to_float32",
-]
+# the names the package re-exports; normalize_literal and to_float32 serve its other modules
+__all__ = ["LiteralValue", "parse_date_literal", "parse_timestamp_literal"]
 
 LiteralValue: TypeAlias = "bool | int | float | Decimal | str | _dt.date | _dt.datetime | None"
 

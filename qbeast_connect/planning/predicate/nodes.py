@@ -16,6 +16,8 @@ from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.planning.predicate.literals import normalize_literal
 from qbeast_connect.planning.predicate.sql_render import literal_sql, quote_identifier
 
+# the names the package re-exports; comparison and chain_operands serve the SQL parser and
+# the Connect translation (qbeast_connect.spark.columns)
 __all__ = [
     "FALSE",
     "TRUE",
@@ -33,10 +35,9 @@ __all__ = [
     "Predicate",
     "TrueLiteral",
     "and_",
-    "chain_operands",
-    "comparison",
     "conjuncts",
     "disjuncts",
+    "or_",
     "referenced_columns",
     "to_sql",
 ]
@@ -239,44 +240,44 @@ def Between(column: str, low: object, high: object) -> Predicate:  # noqa: N802 
 
 def and_(*predicates: Predicate) -> Predicate:
     """Conjunction with nested ``And`` flattened; a single predicate is returned as is."""
-    flat: list[Predicate] = []
-    for p in predicates:
-        flat.extend(p.children if isinstance(p, And) else (p,))
-    if not flat:
-        return TRUE
-    return flat[0] if len(flat) == 1 else And(tuple(flat))
+    return _join(predicates, And, TRUE)
 
 
 def or_(*predicates: Predicate) -> Predicate:
     """Disjunction with nested ``Or`` flattened; a single predicate is returned as is."""
+    return _join(predicates, Or, FALSE)
+
+
+def _join(
+    predicates: Iterable[Predicate], junction: type[And] | type[Or], empty: Predicate
+) -> Predicate:
     flat: list[Predicate] = []
     for p in predicates:
-        flat.extend(p.children if isinstance(p, Or) else (p,))
+        flat.extend(p.children if isinstance(p, junction) else (p,))
     if not flat:
-        return FALSE
-    return flat[0] if len(flat) == 1 else Or(tuple(flat))
+        return empty
+    return flat[0] if len(flat) == 1 else junction(tuple(flat))
 
 
 def conjuncts(p: Predicate) -> tuple[Predicate, ...]:
     """Split at top-level ANDs (nested ``And`` flattened); ``TRUE`` gives ``()``."""
-    if isinstance(p, TrueLiteral):
-        return ()
-    if isinstance(p, And):
-        out: list[Predicate] = []
-        for c in p.children:
-            out.extend(conjuncts(c))
-        return tuple(out)
-    return (p,)
+    return _split(p, And, TrueLiteral)
 
 
 def disjuncts(p: Predicate) -> tuple[Predicate, ...]:
     """Split at top-level ORs (nested ``Or`` flattened); ``FALSE`` gives ``()``."""
-    if isinstance(p, FalseLiteral):
+    return _split(p, Or, FalseLiteral)
+
+
+def _split(
+    p: Predicate, junction: type[And] | type[Or], neutral: type[Predicate]
+) -> tuple[Predicate, ...]:
+    if isinstance(p, neutral):
         return ()
-    if isinstance(p, Or):
+    if isinstance(p, junction):
         out: list[Predicate] = []
         for c in p.children:
-            out.extend(disjuncts(c))
+            out.extend(_split(c, junction, neutral))
         return tuple(out)
     return (p,)
 

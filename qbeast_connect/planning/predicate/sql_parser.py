@@ -225,14 +225,19 @@ class _Parser:
         self.advance()
         if self.is_op(")"):
             raise self.error("an IN list needs at least one value")
-        items = [self.parse_or()]
-        while self.is_op(","):
-            self.advance()
-            items.append(self.parse_or())
+        items = self.parse_items()
         if not self.is_op(")"):
             raise self.error(f"expected ',' or ')' in the IN list opened at {open_tok.start}")
         end = self.advance().end
         return _Node("in", value.start, end, args=(value, *items), neg=negated)
+
+    def parse_items(self) -> list[_Node]:
+        """A comma-separated list of expressions (at least one)."""
+        items = [self.parse_or()]
+        while self.is_op(","):
+            self.advance()
+            items.append(self.parse_or())
+        return items
 
     def parse_comparison(self) -> _Node:
         left = self.parse_binary(0)
@@ -345,10 +350,7 @@ class _Parser:
                 self.skip_parenthesized()
                 return _Node("other", tok.start, self.last_end())
             self.advance()
-            items = [self.parse_or()]
-            while self.is_op(","):
-                self.advance()
-                items.append(self.parse_or())
+            items = self.parse_items()
             if not self.is_op(")"):
                 raise self.error(f"expected ')' to close the '(' at position {tok.start}")
             end = self.advance().end

@@ -10,7 +10,8 @@ from typing import Any
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.planning.predicate.literals import to_float32
 
-__all__ = ["PredicateSyntaxError", "Token", "syntax_error", "tokenize"]
+# the name the package re-exports; the other names serve the parser and the Connect translation
+__all__ = ["PredicateSyntaxError"]
 
 
 class PredicateSyntaxError(InvalidOptionError):
@@ -91,6 +92,26 @@ def _unescape(body: str) -> str:
     return "".join(out)
 
 
+def read_backquoted(text: str, start: int) -> tuple[str, int] | None:
+    """Read the backquoted identifier opening at ``text[start]`` (a doubled backquote is one).
+
+    Returns:
+        The name and the index after its closing backquote; None when it is not closed.
+    """
+    name: list[str] = []
+    j = start + 1
+    while j < len(text):
+        if text.startswith("``", j):
+            name.append("`")
+            j += 2
+        elif text[j] == "`":
+            return "".join(name), j + 1
+        else:
+            name.append(text[j])
+            j += 1
+    return None
+
+
 def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     i = 0
@@ -150,21 +171,11 @@ def tokenize(text: str) -> list[Token]:
             i = j + 1
             continue
         if ch == "`":
-            j = i + 1
-            name: list[str] = []
-            while True:
-                if j >= n:
-                    raise syntax_error(text, start, "unterminated backquoted identifier")
-                if text[j] == "`":
-                    if j + 1 < n and text[j + 1] == "`":
-                        name.append("`")
-                        j += 2
-                        continue
-                    break
-                name.append(text[j])
-                j += 1
-            tokens.append(Token("qident", text[start : j + 1], "".join(name), start, j + 1))
-            i = j + 1
+            quoted = read_backquoted(text, i)
+            if quoted is None:
+                raise syntax_error(text, start, "unterminated backquoted identifier")
+            name, i = quoted
+            tokens.append(Token("qident", text[start:i], name, start, i))
             continue
         if _is_digit(ch) or (ch == "." and i + 1 < n and _is_digit(text[i + 1])):
             m = _NUMBER_RE.match(text, i)
