@@ -4,6 +4,9 @@ The tree only models what file pruning can use: comparisons of one column with a
 ``IN`` lists, ``IS [NOT] NULL``, ``AND``/``OR``/``NOT`` and the constants. Anything else is
 kept verbatim as :class:`Opaque`: it never prunes, but it still renders back to SQL so it can
 be applied as a residual filter.
+
+:func:`to_sql` lives with the nodes (not in :mod:`.sql_render`, which renders identifiers and
+literals) so that ``str(predicate)`` needs no import back into this module.
 """
 
 from __future__ import annotations
@@ -218,7 +221,7 @@ class Opaque(Predicate):
     Attributes:
         sql: The expression's Spark SQL text (verbatim from the parsed text, or rendered from
             a Connect expression). Empty when a Connect expression cannot be rendered; then
-            :func:`to_sql` raises and :func:`to_column` must be used.
+            :func:`to_sql` raises and :func:`~qbeast_connect.spark.columns.to_column` must be used.
         expr: The original Connect ``Expression`` when translated from a Column (not compared).
     """
 
@@ -333,7 +336,7 @@ def to_sql(p: Predicate) -> str:
 
     Raises:
         InvalidOptionError: An :class:`Opaque` node has no SQL text (a Connect expression
-            that could not be rendered; use :func:`to_column`).
+            that could not be rendered; use :func:`~qbeast_connect.spark.columns.to_column`).
     """
     if isinstance(p, Comparison):
         return f"{quote_identifier(p.column)} {p.op} {literal_sql(p.value)}"
