@@ -13,28 +13,10 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.planning import predicate as P
 from qbeast_connect.planning.predicate.literals import to_float32
-from qbeast_connect.planning.predicate.nodes import (
-    FALSE,
-    TRUE,
-    And,
-    Between,
-    InList,
-    IsNotNull,
-    IsNull,
-    Not,
-    Opaque,
-    Or,
-    Predicate,
-    and_,
-    chain_operands,
-    comparison,
-    or_,
-    to_sql,
-)
-from qbeast_connect.planning.predicate.sql_parser import from_sql
-from qbeast_connect.planning.predicate.sql_render import literal_sql, quote_identifier
-from qbeast_connect.planning.predicate.sql_tokenizer import PredicateSyntaxError, read_backquoted
+from qbeast_connect.planning.predicate.nodes import chain_operands, comparison
+from qbeast_connect.planning.predicate.sql_tokenizer import read_backquoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -47,7 +29,7 @@ _EPOCH_DATE = _dt.date(1970, 1, 1)
 _NO_VALUE = object()  # a Connect literal the predicate tree has no value for
 
 
-def to_column(p: Predicate) -> Column:
+def to_column(p: P.Predicate) -> Column:
     """Build a Spark Connect ``Column`` for the predicate (imports pyspark lazily).
 
     Opaque nodes translated from a Column reuse the original expression, so this works even
@@ -56,18 +38,18 @@ def to_column(p: Predicate) -> Column:
     from pyspark.sql.connect import functions as F
     from pyspark.sql.connect.column import Column as ConnectColumn
 
-    def build(q: Predicate) -> Column:
-        if isinstance(q, And | Or):
+    def build(q: P.Predicate) -> Column:
+        if isinstance(q, P.And | P.Or):
             cols = [build(c) for c in q.children]
             out = cols[0]
             for c in cols[1:]:
-                out = (out & c) if isinstance(q, And) else (out | c)
+                out = (out & c) if isinstance(q, P.And) else (out | c)
             return out
-        if isinstance(q, Not):
+        if isinstance(q, P.Not):
             return ~build(q.child)
-        if isinstance(q, Opaque) and q.expr is not None:
+        if isinstance(q, P.Opaque) and q.expr is not None:
             return ConnectColumn(q.expr)
-        return F.expr(to_sql(q))
+        return F.expr(P.to_sql(q))
 
     return build(p)
 
@@ -155,12 +137,12 @@ def _render_connect(expr: Any) -> str | None:
         parts = _split_identifier(expr._unparsed_identifier)
         if parts is None:
             return None
-        return ".".join(quote_identifier(p) for p in parts)
+        return ".".join(P.quote_identifier(p) for p in parts)
     if isinstance(expr, E.LiteralExpression):
         value = _connect_literal(expr)
         if value is _NO_VALUE:
             return None
-        return literal_sql(value)
+        return P.literal_sql(value)
     if isinstance(expr, E.SQLExpression):
         return f"({expr._expr})"
     if isinstance(expr, E.ColumnAlias):
@@ -213,8 +195,8 @@ def _render_connect(expr: Any) -> str | None:
     return None
 
 
-def _connect_opaque(expr: Any) -> Opaque:
-    return Opaque(_render_connect(expr) or "", expr)
+def _connect_opaque(expr: Any) -> P.Opaque:
+    return P.Opaque(_render_connect(expr) or "", expr)
 
 
 def _connect_column_name(expr: Any) -> str | None:
@@ -253,21 +235,21 @@ def _connect_junction(expr: Any) -> str:
 
 
 
-def _from_connect(expr: Any) -> Predicate:
+def _from_connect(expr: Any) -> P.Predicate:
     from pyspark.sql.connect import expressions as E
 
     if isinstance(expr, E.ColumnAlias):
         return _from_connect(expr._child)
     if isinstance(expr, E.SQLExpression):
         try:
-            return from_sql(expr._expr)
-        except PredicateSyntaxError:
+            return P.from_sql(expr._expr)
+        except P.PredicateSyntaxError:
             # Spark parses this text itself and reports its own errors; we just don't prune.
-            return Opaque(f"({expr._expr})", expr)
+            return P.Opaque(f"({expr._expr})", expr)
     if isinstance(expr, E.LiteralExpression):
         value = _connect_literal(expr)
         if isinstance(value, bool):
-            return TRUE if value else FALSE
+            return P.TRUE if value else P.FALSE
         return _connect_opaque(expr)
     if not isinstance(expr, E.UnresolvedFunction) or expr._is_distinct:
         return _connect_opaque(expr)
@@ -276,9 +258,9 @@ def _from_connect(expr: Any) -> Predicate:
     if name in ("and", "or") and len(args) >= 1:
         leaves = chain_operands(expr, name, _connect_junction, _args)
         children = [_from_connect(a) for a in leaves]
-        return and_(*children) if name == "and" else or_(*children)
+        return P.and_(*children) if name == "and" else P.or_(*children)
     if name == "not" and len(args) == 1:
-        return Not(_from_connect(args[0]))
+        return P.Not(_from_connect(args[0]))
     if name in ("==", "=", "<", "<=", ">", ">=", "!=", "<>", "<=>") and len(args) == 2:
         col, value = _connect_column_name(args[0]), _connect_value(args[1])
         op = name
@@ -292,23 +274,23 @@ def _from_connect(expr: Any) -> Predicate:
         col = _connect_column_name(args[0])
         if col is None:
             return _connect_opaque(expr)
-        return IsNull(col) if name == "isnull" else IsNotNull(col)
+        return P.IsNull(col) if name == "isnull" else P.IsNotNull(col)
     if name == "in" and len(args) >= 2:
         col = _connect_column_name(args[0])
         values = [_connect_value(a) for a in args[1:]]
         if col is None or any(v is _NO_VALUE for v in values):
             return _connect_opaque(expr)
-        return InList(col, tuple(values))
+        return P.InList(col, tuple(values))
     if name == "between" and len(args) == 3:
         col = _connect_column_name(args[0])
         lo, hi = _connect_value(args[1]), _connect_value(args[2])
         if col is None or lo is _NO_VALUE or hi is _NO_VALUE:
             return _connect_opaque(expr)
-        return Between(col, lo, hi)
+        return P.Between(col, lo, hi)
     return _connect_opaque(expr)
 
 
-def from_column(col: object) -> Predicate:
+def from_column(col: object) -> P.Predicate:
     """Translate a Spark Connect ``Column`` (or a SQL string) into a predicate.
 
     Reads the client-side expression tree (``col._expr``); no server is needed. Handled:
@@ -326,7 +308,7 @@ def from_column(col: object) -> Predicate:
         InvalidOptionError: ``col`` is neither a Connect Column nor a string.
     """
     if isinstance(col, str):
-        return from_sql(col)
+        return P.from_sql(col)
     expr = getattr(col, "_expr", None)
     try:
         from pyspark.sql.connect.expressions import Expression
