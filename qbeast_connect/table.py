@@ -21,7 +21,6 @@ from qbeast_connect.exceptions import (
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.paths import resolve_table_file
-from qbeast_connect.planning.balance import balanced_column
 from qbeast_connect.planning.file_planner import (
     ScanPlan,
     plan_files,
@@ -29,7 +28,9 @@ from qbeast_connect.planning.file_planner import (
     stats_by_path,
     validate_fraction,
 )
-from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
+from qbeast_connect.planning.predicate import Predicate, from_sql
+from qbeast_connect.spark.balance import balanced_column
+from qbeast_connect.spark.columns import from_column
 from qbeast_connect.spark.snapshot import (
     TableState,
     check_version_argument,

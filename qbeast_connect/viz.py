@@ -104,8 +104,9 @@ def selected_cubes_for(
         _traverse,
         weight_range_for_fraction,
     )
-    from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
+    from qbeast_connect.planning.predicate import Predicate, from_sql
     from qbeast_connect.planning.query_space import ALL_SPACE, query_space
+    from qbeast_connect.spark.columns import from_column
 
     revision = _resolve_revision(snapshot, revision_id)
     statuses = snapshot.cube_statuses(revision.revision_id)

@@ -296,18 +296,21 @@ def _int_shape(value: int) -> tuple[int, int]:
     return len(str(abs(value))), 0
 
 
-def _exact_compare(column: str, op: str, value: Fraction) -> Predicate:
-    """``column op value`` on an integral column for an exact rational ``value``."""
-    floor, ceil = math.floor(value), math.ceil(value)
+def _compare_discrete(column: str, op: str, floor: Any, ceil: Any) -> Predicate:
+    """``column op v`` on a column of discrete values, for a ``v`` with ``floor <= v <= ceil``.
+
+    ``floor`` and ``ceil`` are the column values nearest to ``v`` (equal when ``v`` is one).
+    """
     if op == "=":
         return Comparison(column, "=", floor) if floor == ceil else FALSE
-    if op == "<":
-        return Comparison(column, "<", ceil)
-    if op == "<=":
-        return Comparison(column, "<=", floor)
-    if op == ">":
-        return Comparison(column, ">", floor)
-    return Comparison(column, ">=", ceil)
+    # a strict lower or a non-strict upper bound rounds down, the other two round up
+    bound = floor if op in ("<=", ">") else ceil
+    return Comparison(column, op, bound)  # type: ignore[arg-type]
+
+
+def _exact_compare(column: str, op: str, value: Fraction) -> Predicate:
+    """``column op value`` on an integral column for an exact rational ``value``."""
+    return _compare_discrete(column, op, math.floor(value), math.ceil(value))
 
 
 def _special_float(column: str, op: str, value: float) -> Predicate:
@@ -399,15 +402,7 @@ def _date_against_instant(column: str, op: str, micros: int) -> Predicate | None
         ceil_date = _EPOCH_DATE + _dt.timedelta(days=ceil_day)
     except OverflowError:
         return None
-    if op == "=":
-        return Comparison(column, "=", floor_date) if rest == 0 else FALSE
-    if op == "<":
-        return Comparison(column, "<", ceil_date)
-    if op == "<=":
-        return Comparison(column, "<=", floor_date)
-    if op == ">":
-        return Comparison(column, ">", floor_date)
-    return Comparison(column, ">=", ceil_date)
+    return _compare_discrete(column, op, floor_date, ceil_date)
 
 
 def _date_from_text(text: str) -> _dt.date | None:

@@ -39,7 +39,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.model.cube_id import CubeId
@@ -179,47 +179,38 @@ class QuerySpace:
 
     __slots__ = ()
 
+    #: Whether the space is the whole unit hypercube.
+    is_all: ClassVar[bool] = False
+    #: Whether the space holds no point.
+    is_empty: ClassVar[bool] = False
+
     def intersects_cube(self, cube: CubeId) -> bool:
         """Whether the cube may hold rows of the space."""
         raise NotImplementedError
 
-    @property
-    def is_all(self) -> bool:
-        """Whether the space is the whole unit hypercube."""
-        return False
 
-    @property
-    def is_empty(self) -> bool:
-        """Whether the space holds no point."""
-        return False
+class _ConstantSpace(QuerySpace):
+    """A space that every cube intersects (the whole space) or none does (the empty one)."""
+
+    __slots__ = ()
+
+    def intersects_cube(self, cube: CubeId) -> bool:
+        """Return whether the space is the whole space."""
+        return self.is_all
 
 
 @dataclass(frozen=True, slots=True)
-class AllSpace(QuerySpace):
+class AllSpace(_ConstantSpace):
     """The whole space: no restriction."""
 
-    def intersects_cube(self, cube: CubeId) -> bool:
-        """Return True."""
-        return True
-
-    @property
-    def is_all(self) -> bool:
-        """True."""
-        return True
+    is_all: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)
-class EmptySpace(QuerySpace):
+class EmptySpace(_ConstantSpace):
     """No point can match."""
 
-    def intersects_cube(self, cube: CubeId) -> bool:
-        """Return False."""
-        return False
-
-    @property
-    def is_empty(self) -> bool:
-        """True."""
-        return True
+    is_empty: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,11 @@ from qbeast_connect.planning.predicate import (
     Opaque,
     Or,
     Predicate,
-    from_column,
     from_sql,
     to_dnf,
 )
 from qbeast_connect.planning.query_space import ALL_SPACE, Box, Boxes, query_space
+from qbeast_connect.spark.columns import from_column
 
 SCHEMA = json.dumps(
     {
@@ -235,7 +235,7 @@ def test_500_ands_and_1000_ors_parse_without_recursion() -> None:
 def test_500_ands_and_1000_ors_as_columns_translate_and_balance() -> None:
     from pyspark.sql.connect import functions as F
 
-    from qbeast_connect.planning.balance import balanced_column
+    from qbeast_connect.spark.balance import balanced_column
 
     ands = reduce(lambda a, b: a & b, [F.col("i") != k for k in range(500)])
     ors = reduce(lambda a, b: a | b, [F.col("i") == k for k in range(1000)])

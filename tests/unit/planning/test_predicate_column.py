@@ -25,11 +25,10 @@ from qbeast_connect.planning.predicate import (
     Opaque,
     Or,
     Predicate,
-    from_column,
     from_sql,
-    to_column,
     to_sql,
 )
+from qbeast_connect.spark.columns import from_column, to_column
 
 F = pytest.importorskip("pyspark.sql.connect.functions")
 from pyspark.sql.connect.column import Column  # noqa: E402

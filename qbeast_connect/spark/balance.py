@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from qbeast_connect.planning.predicate.nodes import chain_operands
+
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
@@ -31,15 +33,7 @@ def _junction(expr: Any) -> str:
 
 
 def _operands(root: Any, kind: str) -> list[Any]:
-    out: list[Any] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if _junction(node) == kind:
-            stack.extend(reversed(node._args))
-        else:
-            out.append(node)
-    return out
+    return chain_operands(root, kind, _junction, lambda node: node._args)
 
 
 def _balance(expr: Any) -> Any:
