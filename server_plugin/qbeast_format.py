@@ -379,12 +379,13 @@ def plan_format_write(
         ``(WritePlan, skip)``; ``skip`` is True when ``txnAppId``/``txnVersion`` were
         already committed (the write then writes and commits nothing).
     """
-    from qbeast_connect.model.column_spec import ColumnSpec, parse_columns_to_index
+    from qbeast_connect.model.column_spec import parse_columns_to_index
     from qbeast_connect.model.revision import plan_revision
     from qbeast_connect.options import parse_write_options
     from qbeast_connect.rules.columns import (
         check_column_names,
         index_types,
+        indexed_specs,
         resolve_specs,
         user_column_stats,
     )
@@ -420,15 +421,12 @@ def plan_format_write(
         else None
     )
     types = column_types(schema_json)
-    specs = parse_columns_to_index(opts.columns_to_index) if opts.columns_to_index else ()
-    if not specs and latest is not None:
-        specs = tuple(ColumnSpec(n) for n in latest.column_names)
-    if not specs:
-        raise InvalidOptionError(
-            "option columnsToIndex is required to create a qbeast table, e.g. "
-            ".option('columnsToIndex', 'x,y') with .option('columnStats', "
-            '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
-        )
+    given = parse_columns_to_index(opts.columns_to_index) if opts.columns_to_index else ()
+    example = (
+        ".option('columnsToIndex', 'x,y') with .option('columnStats', "
+        '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
+    )
+    specs = indexed_specs(given, latest, example)
     with contextlib.suppress(InvalidOptionError):  # absent names are reported below
         specs = resolve_specs(specs, list(types))
     by_lower = {k.lower(): k for k in types}

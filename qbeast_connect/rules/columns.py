@@ -11,13 +11,14 @@ from collections.abc import Mapping, Sequence
 
 from qbeast_connect.exceptions import InvalidOptionError, UnsupportedInputError
 from qbeast_connect.model.column_spec import ColumnSpec, qdatatype_for_spark_type
-from qbeast_connect.model.revision import parse_column_stats
+from qbeast_connect.model.revision import Revision, parse_column_stats
 from qbeast_connect.model.transformation import ColumnStats, QDataType
 from qbeast_connect.write_plan import RESERVED_COLUMNS
 
 __all__ = [
     "check_column_names",
     "index_types",
+    "indexed_specs",
     "resolve_specs",
     "user_column_stats",
 ]
@@ -45,6 +46,24 @@ def check_column_names(names: Sequence[str], path: str) -> None:
                 f"at {path} cannot hold (column names are case-insensitive); rename one, "
                 f"e.g. df.withColumnRenamed({name!r}, {name + '_2'!r})"
             )
+
+
+def indexed_specs(
+    specs: Sequence[ColumnSpec], latest: Revision | None, example: str
+) -> tuple[ColumnSpec, ...]:
+    """The columns a write indexes: ``specs`` (from ``columnsToIndex``), else the columns of
+    the table's ``latest`` revision.
+
+    Raises:
+        InvalidOptionError: neither gives a column (the message shows ``example``).
+    """
+    if not specs and latest is not None:
+        return tuple(ColumnSpec(n) for n in latest.column_names)
+    if not specs:
+        raise InvalidOptionError(
+            f"option columnsToIndex is required to create a qbeast table, e.g. {example}"
+        )
+    return tuple(specs)
 
 
 def _unquote(name: str) -> str:

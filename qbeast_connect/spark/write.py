@@ -51,6 +51,7 @@ from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.rules.columns import (
     check_column_names,
     index_types,
+    indexed_specs,
     resolve_specs,
     user_column_stats,
 )
@@ -266,14 +267,8 @@ class _Writer:
             schema_string = nullable_schema_json(schema_json)
         types = column_types(schema_json)
         latest = qsnap.latest_revision if (appending and qsnap is not None) else None
-        specs = self.specs
-        if not specs and latest is not None:
-            specs = tuple(ColumnSpec(n) for n in latest.column_names)
-        if not specs:
-            raise InvalidOptionError(
-                "option columnsToIndex is required to create a qbeast table, "
-                "e.g. columnsToIndex='x,y' or 'x:linear,name:hashing'"
-            )
+        example = "columnsToIndex='x,y' or 'x:linear,name:hashing'"
+        specs = indexed_specs(self.specs, latest, example)
         specs = resolve_specs(specs, schema.names)
         user_stats = user_column_stats(self.options.column_stats, specs, types)
         qtypes = index_types(specs, types)
