@@ -28,8 +28,8 @@ from qbeast_connect.spark.operations import OptimizeResult
 from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
 from qbeast_connect.spark.quantiles import computeQuantilesForColumn
 from qbeast_connect.spark.session import session, stop
-from qbeast_connect.spark.write import DataFrameQbeastWriter, WriteResult, write, writer
 from qbeast_connect.table import QbeastTable, ScanExplanation
+from qbeast_connect.writer_api import DataFrameQbeastWriter, WriteResult, write, writer
 
 __version__ = "0.1.0"
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.rules.table_properties import checked_table_properties
 
 COLUMNS_TO_INDEX = "columnsToIndex"
 CUBE_SIZE = "cubeSize"
@@ -146,7 +147,13 @@ def _column_stats_text(value: object) -> str:
     )
 
 
-def _as_bool(name: str, value: object) -> bool:
+def parse_bool(name: str, value: object) -> bool:
+    """An option's boolean value: a bool, or ``true``/``1``/``yes``, ``false``/``0``/``no``
+    in any case.
+
+    Raises:
+        InvalidOptionError: any other value.
+    """
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -210,8 +217,6 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
     if app_id is not None and str(app_id).strip() == "":
         raise InvalidOptionError("option txnAppId must not be empty")
     stats = values.get(COLUMN_STATS)
-    from server_plugin.delta.properties import checked_table_properties
-
     properties = checked_table_properties(properties)
     return WriteOptions(
         columns_to_index=columns,
@@ -220,7 +225,7 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
         txn_app_id=None if app_id is None else str(app_id),
         txn_version=None if txn_version is None else _txn_version(txn_version),
         user_metadata=None if values.get(USER_METADATA) is None else str(values[USER_METADATA]),
-        merge_schema=_as_bool(MERGE_SCHEMA, values.get(MERGE_SCHEMA, False)),
+        merge_schema=parse_bool(MERGE_SCHEMA, values.get(MERGE_SCHEMA, False)),
         table_properties=properties,
         hooks=hooks,
     )

@@ -1,9 +1,11 @@
-"""The contract between the client's write planner and the server plugin's writer.
+"""The contract between the client's write planner and the server plugin's writer, and
+what a write reports back.
 
 The client decides everything that needs global knowledge (the revision, the cube max
 weights, the layout of rows into file groups, the metadata to commit) and ships it to
 the server as one JSON option. Write tasks only apply it to their rows; the driver-side
-commit only turns it, plus the tasks' files, into Delta actions.
+commit only turns it, plus the tasks' files, into Delta actions. The write then reports
+a :class:`WriteResult`.
 """
 
 from __future__ import annotations
@@ -119,3 +121,36 @@ class WritePlan:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InvalidOptionError(f"malformed write plan: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did.
+
+    Attributes:
+        path: the table location.
+        version: the committed Delta version; None when nothing was committed.
+        skipped: True when the write was skipped (``ignore`` mode on an existing table, or a
+            ``txnAppId``/``txnVersion`` pair already committed).
+        reason: why it was skipped.
+        revision_id: the revision the rows were indexed with.
+        new_revision: whether this write created that revision.
+        num_files: data files added.
+        num_rows: rows written.
+        timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
+            table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
+            ``materialize`` (only for an input that is not deterministic or that changed
+            during the write: computing it once, see ``write_input``), ``write`` (the job
+            that writes the files and commits) and ``result`` (reading the commit back).
+            Phases a write did not need are absent.
+    """
+
+    path: str
+    version: int | None
+    skipped: bool = False
+    reason: str | None = None
+    revision_id: int | None = None
+    new_revision: bool = False
+    num_files: int = 0
+    num_rows: int = 0
+    timings: Mapping[str, float] = field(default_factory=dict)

@@ -57,6 +57,7 @@ from qbeast_connect.exceptions import (
     SchemaMismatchError,
     TableNotFoundError,
 )
+from qbeast_connect.options import parse_bool
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -71,8 +72,6 @@ FORMAT_NAME = "qbeast"
 PARTITION_BYTES = 64 * 1024 * 1024
 #: Rows per Arrow batch a read task yields.
 READ_BATCH_ROWS = 65_536
-LAST_REVISION_KEY = "qbeast.lastRevisionID"
-REVISION_PREFIX = "qbeast.revision."
 
 _WRITE_HINT = (
     "use qbeast_connect.write(df, path, ...) instead: it computes the statistics and cube "
@@ -94,14 +93,7 @@ def _require_path(options: Mapping[str, str]) -> str:
 
 def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
     value = options.get(key)
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise InvalidOptionError(f"option {key} must be true or false, got {value!r}")
+    return default if value is None else parse_bool(key, value)
 
 
 def _optional_int(options: Mapping[str, str], key: str) -> int | None:
@@ -344,36 +336,6 @@ class QbeastPushdownReader(QbeastScanReader):
 # --------------------------------------------------------------------------------------
 
 
-def _configuration(
-    base: Mapping[str, str],
-    revision: Revision,
-    staging: Revision | None,
-    options: Any,
-    appending: bool,
-) -> dict[str, str]:
-    """The table configuration of a write that adds ``revision`` (as the client writer)."""
-    config = dict(base)
-    if not appending:
-        config = {
-            k: v
-            for k, v in config.items()
-            if not k.startswith("qbeast.revision") and k != LAST_REVISION_KEY
-        }
-    if staging is not None and f"{REVISION_PREFIX}0" not in config:
-        config[f"{REVISION_PREFIX}0"] = staging.to_json()
-    config[f"{REVISION_PREFIX}{revision.revision_id}"] = revision.to_json()
-    config[LAST_REVISION_KEY] = str(revision.revision_id)
-    if options.columns_to_index is not None:
-        config["columnsToIndex"] = options.columns_to_index
-    else:
-        config.setdefault("columnsToIndex", ",".join(revision.column_names))
-    config["cubeSize"] = str(revision.desired_cube_size)
-    config["tableFormat"] = "delta"
-    config["columnStats"] = options.column_stats or ""
-    config.update(options.table_properties)
-    return config
-
-
 def _require_space(
     specs: Sequence[Any],
     index_types: Mapping[str, Any],
@@ -408,19 +370,6 @@ def _require_space(
         )
 
 
-def _canonical_key(key: str) -> str:
-    """Spark hands data source options over with lower-cased keys: give the Delta table
-    properties the plugin knows their canonical spelling back."""
-    from server_plugin.delta import properties
-
-    known = {
-        value.lower(): value
-        for name, value in vars(properties).items()
-        if name.isupper() and isinstance(value, str) and value.startswith("delta.")
-    }
-    return known.get(key.lower(), key)
-
-
 def plan_format_write(
     options: Mapping[str, str], schema: StructType, overwrite: bool
 ) -> tuple[Any, bool]:
@@ -430,27 +379,28 @@ def plan_format_write(
         ``(WritePlan, skip)``; ``skip`` is True when ``txnAppId``/``txnVersion`` were
         already committed (the write then writes and commits nothing).
     """
-    from qbeast_connect.model.column_spec import (
-        ColumnSpec,
-        parse_columns_to_index,
-        qdatatype_for_spark_type,
-    )
-    from qbeast_connect.model.revision import parse_column_stats, plan_revision
+    from qbeast_connect.model.column_spec import parse_columns_to_index
+    from qbeast_connect.model.revision import plan_revision
     from qbeast_connect.options import parse_write_options
-    from qbeast_connect.spark.write import _nullable_schema_json, _spark_type_name
-    from qbeast_connect.spark.write_input import check_column_names, resolve_specs
-    from qbeast_connect.write_plan import RESERVED_COLUMNS, WritePlan
+    from qbeast_connect.rules.columns import (
+        check_column_names,
+        index_types,
+        indexed_specs,
+        resolve_specs,
+        user_column_stats,
+    )
+    from qbeast_connect.rules.schema import append_schema, column_types, nullable_schema_json
+    from qbeast_connect.rules.table_config import write_configuration
+    from qbeast_connect.write_plan import WritePlan
     from server_plugin.hooks import parse_hooks
 
     path = _require_path(options)
-    opts = parse_write_options({_canonical_key(k): v for k, v in options.items()})
+    # Spark hands the option keys over lower-cased: the option rules match names
+    # case-insensitively and give known ``delta.*`` properties their canonical spelling
+    opts = parse_write_options(options)
     parse_hooks(opts.hooks)
-    reserved = sorted(RESERVED_COLUMNS & {f.name for f in schema.fields})
-    if reserved:
-        raise InvalidOptionError(
-            f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
-        )
-    check_column_names(schema, path)
+    schema_json = str(schema.json())
+    check_column_names(schema.names, path)
     snapshot = read_delta_snapshot(path, None)
     exists = snapshot is not None
     appending = exists and not overwrite
@@ -470,35 +420,26 @@ def plan_format_write(
         if latest is not None and not latest.is_staging and bool(latest.transformations)
         else None
     )
-    column_types = {f.name: _spark_type_name(f.dataType) for f in schema.fields}
-    specs = parse_columns_to_index(opts.columns_to_index) if opts.columns_to_index else ()
-    if not specs and latest is not None:
-        specs = tuple(ColumnSpec(n) for n in latest.column_names)
-    if not specs:
-        raise InvalidOptionError(
-            "option columnsToIndex is required to create a qbeast table, e.g. "
-            ".option('columnsToIndex', 'x,y') with .option('columnStats', "
-            '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
-        )
+    types = column_types(schema_json)
+    given = parse_columns_to_index(opts.columns_to_index) if opts.columns_to_index else ()
+    example = (
+        ".option('columnsToIndex', 'x,y') with .option('columnStats', "
+        '\'{"x_min": 0, "x_max": 100, "y_min": 0, "y_max": 1}\')'
+    )
+    specs = indexed_specs(given, latest, example)
     with contextlib.suppress(InvalidOptionError):  # absent names are reported below
-        specs = resolve_specs(specs, list(column_types))
-    by_lower = {k.lower(): k for k in column_types}
-    absent = [s.name for s in specs if s.name not in column_types]
+        specs = resolve_specs(specs, list(types))
+    by_lower = {k.lower(): k for k in types}
+    absent = [s.name for s in specs if s.name not in types]
     if absent:
         renamed = [by_lower.get(n.lower()) for n in absent]
         raise SchemaMismatchError(
             f"indexed columns {absent} are not in the data"
             + (f" (the data has {renamed})" if any(renamed) else "")
-            + f"; its columns are {list(column_types)}"
+            + f"; its columns are {list(types)}"
         )
-    index_types = {
-        s.name: qdatatype_for_spark_type(column_types[s.name], column=s.name) for s in specs
-    }
-    user_stats = (
-        parse_column_stats(opts.column_stats, {s.name: column_types[s.name] for s in specs})
-        if opts.column_stats
-        else {}
-    )
+    qtypes = index_types(specs, types)
+    user_stats = user_column_stats(opts.column_stats, specs, types)
     now = int(time.time() * 1000)
     rng = random.Random()
     base_config: Mapping[str, str] = snapshot.metadata.configuration if snapshot is not None else {}
@@ -506,46 +447,34 @@ def plan_format_write(
     keep_space = indexed is not None and (appending or not opts.columns_to_index)
     weights: dict[str, int] = {}
     configuration: dict[str, str] | None = None
-    if keep_space:
-        assert indexed is not None and qsnap is not None
-        planned = plan_revision(
-            indexed,
-            specs if opts.columns_to_index else (),
-            column_types,
-            {},
-            user_stats,
-            opts.cube_size,
-            path,
-            now,
-            rng,
+    if not keep_space:
+        _require_space(specs, qtypes, user_stats, path)
+    planned = plan_revision(
+        indexed if keep_space else (latest if appending else None),
+        specs if (opts.columns_to_index or not keep_space) else (),
+        types,
+        {},
+        user_stats,
+        opts.cube_size,
+        path,
+        now,
+        rng,
+    )
+    revision = planned.revision
+    if not keep_space or planned.is_new:
+        # a kept space's new revision (other cubeSize or columnStats) keeps the old ones
+        staging = None if keep_space else planned.staging
+        configuration = write_configuration(
+            base_config, revision, staging, opts, appending or keep_space
         )
-        revision = planned.revision
-        if planned.is_new:
-            configuration = _configuration(base_config, revision, None, opts, True)
-        elif appending:
-            weights = _existing_weights(qsnap, revision)
-    else:
-        _require_space(specs, index_types, user_stats, path)
-        planned = plan_revision(
-            latest if appending else None,
-            specs,
-            column_types,
-            {},
-            user_stats,
-            opts.cube_size,
-            path,
-            now,
-            rng,
-        )
-        revision = planned.revision
-        configuration = _configuration(base_config, revision, planned.staging, opts, appending)
+    elif appending:
+        assert qsnap is not None
+        weights = _existing_weights(qsnap, revision)
     if snapshot is None or not appending:
-        schema_string: str | None = _nullable_schema_json(schema)
+        schema_string: str | None = nullable_schema_json(schema_json)
     else:
-        from qbeast_connect.spark.write import append_schema
-
         schema_string = append_schema(
-            snapshot.metadata.schema_string, schema, opts.merge_schema, path
+            snapshot.metadata.schema_string, schema_json, opts.merge_schema, path
         )
     plan = WritePlan(
         table_path=path,

@@ -1,6 +1,7 @@
 """The write pipeline: plan on the client, compute with Spark, commit in the plugin.
 
-One :func:`write` call runs at most three Spark jobs and makes one Delta commit:
+One write (:func:`run_write`, behind :func:`qbeast_connect.write`) runs at most three
+Spark jobs and makes one Delta commit:
 
 1. a statistics job (min/max of the indexed columns and row counts per partition, reading
    only the indexed columns);
@@ -21,7 +22,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import (
@@ -29,20 +30,14 @@ from qbeast_connect.exceptions import (
     InputChangedError,
     InvalidOptionError,
     NotAQbeastTableError,
-    SchemaMismatchError,
     TableAlreadyExistsError,
 )
 from qbeast_connect.index.layout import FileLayout
-from qbeast_connect.model.column_spec import (
-    ColumnSpec,
-    parse_columns_to_index,
-    qdatatype_for_spark_type,
-)
+from qbeast_connect.model.column_spec import ColumnSpec, parse_columns_to_index
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import (
     Revision,
     empty_table_revision,
-    parse_column_stats,
     plan_revision,
 )
 from qbeast_connect.model.transformation import ColumnStats, QDataType
@@ -51,161 +46,41 @@ from qbeast_connect.options import (
     CUBE_SIZE_DEFAULT,
     WriteMode,
     WriteOptions,
-    parse_mode,
-    parse_write_options,
 )
+from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.columns import (
+    check_column_names,
+    index_types,
+    indexed_specs,
+    resolve_specs,
+    user_column_stats,
+)
+from qbeast_connect.rules.schema import append_schema, column_types, nullable_schema_json
+from qbeast_connect.rules.table_config import LAST_REVISION_KEY, write_configuration
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.session import WRITE_FORMAT
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
 from qbeast_connect.spark.write_input import (
-    check_column_names,
     committed_txn_version,
     freeze,
     plan_looks_nondeterministic,
-    resolve_specs,
 )
-from qbeast_connect.write_plan import RESERVED_COLUMNS, WEIGHT_COLUMN, WritePlan
+from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan, WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import DataType, StructType
+    from pyspark.sql.types import StructType
 
-REVISION_PREFIX = "qbeast.revision."
-LAST_REVISION_KEY = "qbeast.lastRevisionID"
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What a write did.
-
-    Attributes:
-        path: the table location.
-        version: the committed Delta version; None when nothing was committed.
-        skipped: True when the write was skipped (``ignore`` mode on an existing table, or a
-            ``txnAppId``/``txnVersion`` pair already committed).
-        reason: why it was skipped.
-        revision_id: the revision the rows were indexed with.
-        new_revision: whether this write created that revision.
-        num_files: data files added.
-        num_rows: rows written.
-        timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
-            table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
-            ``materialize`` (only for an input that is not deterministic or that changed
-            during the write: computing it once, see ``write_input``), ``write`` (the job
-            that writes the files and commits) and ``result`` (reading the commit back).
-            Phases a write did not need are absent.
-    """
-
-    path: str
-    version: int | None
-    skipped: bool = False
-    reason: str | None = None
-    revision_id: int | None = None
-    new_revision: bool = False
-    num_files: int = 0
-    num_rows: int = 0
-    timings: Mapping[str, float] = field(default_factory=dict)
-
-
-def write(
-    df: DataFrame,
-    path: str,
-    *,
-    columnsToIndex: str | None = None,  # noqa: N803 - qbeast-spark option names
-    cubeSize: int | None = None,  # noqa: N803
-    columnStats: str | Mapping[str, Any] | None = None,  # noqa: N803
-    mode: str | None = "errorifexists",
-    txnAppId: str | None = None,  # noqa: N803
-    txnVersion: int | None = None,  # noqa: N803
-    **options: Any,
-) -> WriteResult:
-    """Index ``df`` on some of its columns and write it as a qbeast table at ``path``.
-
-    Args:
-        df: the data (a Spark Connect DataFrame).
-        path: the table location, as the server sees it (relative: to the server's
-            working directory; see ``qbeast_connect.paths``).
-        columnsToIndex: ``"a,b"`` or ``"a:linear,b:hashing,c:quantiles"`` (``hash`` is
-            accepted for ``hashing``). Required to create a table; on append it defaults to
-            the table's columns.
-        cubeSize: desired rows per cube (default 5,000,000 for a new table; on append the
-            table's). Stored in the revision as ``desiredCubeSize``.
-        columnStats: ``<col>_min``/``<col>_max``/``<col>_quantiles`` that widen (never
-            shrink) the indexed space, as JSON text or as a dict.
-        mode: ``errorifexists`` (default; also None), ``append``, ``overwrite`` or ``ignore``.
-        txnAppId: with ``txnVersion``, makes the write idempotent: a pair already committed
-            makes the write a no-op, also when it was committed by a write still running
-            when this one started (a retry after a client died).
-        txnVersion: see ``txnAppId``; an integer in ``[0, 2**63-1]``.
-        **options: other options: ``userMetadata``, ``mergeSchema``, ``delta.*`` table
-            properties. Unknown options are rejected.
-
-    Returns:
-        A :class:`WriteResult`.
-
-    Raises:
-        InvalidOptionError: bad options (reported before any Spark job runs).
-        TableAlreadyExistsError: ``errorifexists`` and a table exists at ``path``.
-        SchemaMismatchError: appending data whose schema differs from the table's.
-        RevisionConflictError: appending with other indexed columns than the table's.
-        CommitConflictError: a concurrent commit made this write unsafe.
-
-    Example:
-        >>> qc.write(df, "/tmp/t", columnsToIndex="x,y", cubeSize=100_000)  # doctest: +SKIP
-    """
-    raw: dict[str, Any] = dict(options)
-    for key, value in (
-        ("columnsToIndex", columnsToIndex),
-        ("cubeSize", cubeSize),
-        ("columnStats", columnStats),
-        ("txnAppId", txnAppId),
-        ("txnVersion", txnVersion),
-    ):
-        if value is not None:
-            raw[key] = value
-    return _Writer(df, path, parse_mode(mode), parse_write_options(raw)).run()
-
-
-class DataFrameQbeastWriter:
-    """A ``DataFrameWriter``-style builder for :func:`write`.
-
-    Example:
-        >>> w = qc.writer(df).mode("append")  # doctest: +SKIP
-        >>> w.option("columnsToIndex", "x,y").save(path)  # doctest: +SKIP
-    """
-
-    def __init__(self, df: DataFrame) -> None:
-        self._df = df
-        self._mode = "errorifexists"
-        self._options: dict[str, Any] = {}
-
-    def mode(self, mode: str | None) -> DataFrameQbeastWriter:
-        """Set the save mode (``errorifexists``, ``append``, ``overwrite``, ``ignore``;
-        None is the default)."""
-        self._mode = parse_mode(mode)
-        return self
-
-    def option(self, key: str, value: Any) -> DataFrameQbeastWriter:
-        """Set one write option."""
-        self._options[key] = value
-        return self
-
-    def options(self, **options: Any) -> DataFrameQbeastWriter:
-        """Set several write options."""
-        self._options.update(options)
-        return self
-
-    def save(self, path: str) -> WriteResult:
-        """Run the write."""
-        return _Writer(
-            self._df, path, parse_mode(self._mode), parse_write_options(self._options)
-        ).run()
-
-
-def writer(df: DataFrame) -> DataFrameQbeastWriter:
-    """Start a builder-style write of ``df`` (``.mode(...).option(...).save(path)``)."""
-    return DataFrameQbeastWriter(df)
+__all__ = [
+    "CONSOLIDATE_ABOVE_PARTITIONS",
+    "ESTIMATION_ROWS_PER_CUBE",
+    "ESTIMATION_SAMPLE_ROWS",
+    "WriteResult",
+    "estimation_fraction",
+    "group_by_file",
+    "run_write",
+]
 
 
 # --------------------------------------------------------------------------------------
@@ -213,16 +88,9 @@ def writer(df: DataFrame) -> DataFrameQbeastWriter:
 # --------------------------------------------------------------------------------------
 
 
-def _spark_type_name(data_type: DataType) -> str:
-    name = data_type.typeName()
-    if name == "decimal":
-        return str(data_type.simpleString())
-    return str(name)
-
-
 def _stat_expression(column: str, qtype: QDataType, spark_type: str) -> str:
     """SQL giving the column's value in the transformation domain (numbers, epoch ms)."""
-    quoted = f"`{column.replace('`', '``')}`"
+    quoted = quote_identifier(column)
     if qtype is QDataType.TIMESTAMP:
         return f"unix_millis({quoted})"
     if qtype is QDataType.DATE:
@@ -239,30 +107,6 @@ def _stat_expression(column: str, qtype: QDataType, spark_type: str) -> str:
     if spark_type == "boolean":
         return f"cast({quoted} as int)"
     return quoted
-
-
-def _nullable_schema_json(schema: StructType) -> str:
-    """The Delta schema of a new table: the data's, with every field nullable (as qbeast-spark)."""
-
-    def relax(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: relax(v) for k, v in node.items()}
-            if "nullable" in out:
-                out["nullable"] = True
-            if "containsNull" in out:
-                out["containsNull"] = True
-            if "valueContainsNull" in out:
-                out["valueContainsNull"] = True
-            return out
-        if isinstance(node, list):
-            return [relax(v) for v in node]
-        return node
-
-    return json.dumps(relax(json.loads(schema.json())), separators=(",", ":"))
-
-
-def _quote(column: str) -> str:
-    return f"`{column.replace('`', '``')}`"
 
 
 #: Inputs with more non-empty partitions than this are shuffled by file group before writing.
@@ -299,7 +143,9 @@ def group_by_file(
         # the UDF type is given explicitly: the body's signature has no per-argument hints
         warnings.simplefilter("ignore", UserWarning)
         group = arrow_udf(functools.partial(assign_groups, params), "int", ArrowUDFType.SCALAR)
-    columns = [F.col(WEIGHT_COLUMN), *[F.col(_quote(n)) for n in revision.column_names]]
+    columns = [
+        F.col(WEIGHT_COLUMN), *[F.col(quote_identifier(n)) for n in revision.column_names]
+    ]
     return (
         df.withColumn(GROUP_COLUMN, group(*columns))
         .repartition(max(1, layout.group_count), F.col(GROUP_COLUMN))
@@ -326,45 +172,6 @@ def estimation_fraction(total_rows: int, desired_cube_size: int) -> float:
         ESTIMATION_SAMPLE_ROWS / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size
     )
     return min(1.0, wanted)
-
-
-def append_schema(table_string: str, data: StructType, merge: bool, path: str) -> str | None:
-    """The schema to commit with an append (None: unchanged); raises on a mismatch."""
-    from pyspark.sql.types import StructType
-
-    table = StructType.fromJson(json.loads(table_string))
-    table_fields = {f.name.lower(): f for f in table.fields}
-    data_fields = {f.name.lower(): f for f in data.fields}
-    mismatched = [
-        f"{f.name}: table {table_fields[k].dataType.simpleString()}, "
-        f"data {f.dataType.simpleString()}"
-        for k, f in data_fields.items()
-        if k in table_fields
-        and table_fields[k].dataType.simpleString() != f.dataType.simpleString()
-    ]
-    missing = [f.name for k, f in table_fields.items() if k not in data_fields]
-    extra = [f.name for k, f in data_fields.items() if k not in table_fields]
-    if mismatched or missing or (extra and not merge):
-        parts = []
-        if mismatched:
-            parts.append("different types: " + "; ".join(mismatched))
-        if missing:
-            parts.append("columns missing from the data: " + ", ".join(missing))
-        if extra:
-            parts.append("columns not in the table: " + ", ".join(extra))
-        hint = (
-            "set mergeSchema=true to add the new columns"
-            if extra and not mismatched and not missing
-            else "make the data match the table schema, or overwrite the table"
-        )
-        raise SchemaMismatchError(f"cannot append to {path}: {'; '.join(parts)}; {hint}")
-    if not extra:
-        return None
-    merged = StructType(
-        list(table.fields) + [f for k, f in data_fields.items() if k not in table_fields]
-    )
-    return _nullable_schema_json(merged)
-
 
 
 class _Writer:
@@ -419,12 +226,8 @@ class _Writer:
 
     def _run(self) -> WriteResult:
         schema: StructType = self.df.schema
-        reserved = sorted(RESERVED_COLUMNS & {f.name for f in schema.fields})
-        if reserved:
-            raise InvalidOptionError(
-                f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
-            )
-        check_column_names(schema, self.path)
+        schema_json = str(schema.json())
+        check_column_names(schema.names, self.path)
         with self._phase("snapshot"):
             state = load_table_state(self.spark, self.path)
         if state.exists:
@@ -459,29 +262,21 @@ class _Writer:
                     f"the Delta table at {self.path} has no qbeast metadata: convert it first "
                     "with qbeast_connect.convertToQbeast(...)"
                 )
-            schema_string = self._check_append_schema(state, schema)
+            schema_string = self._check_append_schema(state, schema_json)
         else:
-            schema_string = _nullable_schema_json(schema)
-        column_types = self._column_types(schema)
+            schema_string = nullable_schema_json(schema_json)
+        types = column_types(schema_json)
         latest = qsnap.latest_revision if (appending and qsnap is not None) else None
-        specs = self.specs
-        if not specs and latest is not None:
-            specs = tuple(ColumnSpec(n) for n in latest.column_names)
-        if not specs:
-            raise InvalidOptionError(
-                "option columnsToIndex is required to create a qbeast table, "
-                "e.g. columnsToIndex='x,y' or 'x:linear,name:hashing'"
-            )
+        example = "columnsToIndex='x,y' or 'x:linear,name:hashing'"
+        specs = indexed_specs(self.specs, latest, example)
         specs = resolve_specs(specs, schema.names)
-        user_stats = parse_column_stats(
-            self.options.column_stats, {s.name: column_types.get(s.name, "") for s in specs}
-        ) if self.options.column_stats else {}
-        index_types = {s.name: self._qtype(column_types, s.name) for s in specs}
+        user_stats = user_column_stats(self.options.column_stats, specs, types)
+        qtypes = index_types(specs, types)
         if self.data_change and not self.frozen and plan_looks_nondeterministic(self.df):
             with self._phase("materialize"):
                 self._freeze()
         index = functools.partial(
-            self._index, state, qsnap, latest, appending, specs, index_types, user_stats,
+            self._index, state, qsnap, latest, appending, specs, qtypes, user_stats,
             schema, schema_string,
         )
         try:
@@ -553,7 +348,13 @@ class _Writer:
             weights, layout = self._estimate(revision, total, per_partition, existing)
         configuration = None
         if plan.is_new or not appending:
-            configuration = self._configuration(state, plan.revision, plan.staging, appending)
+            configuration = write_configuration(
+                state.configuration if state.exists else {},
+                plan.revision,
+                plan.staging,
+                self.options,
+                appending,
+            )
         schema_changed = appending and schema_string != state.schema_string
         return self._commit(
             state,
@@ -569,26 +370,11 @@ class _Writer:
 
     # -- checks ----------------------------------------------------------------------
 
-    def _column_types(self, schema: StructType) -> dict[str, str]:
-        return {f.name: _spark_type_name(f.dataType) for f in schema.fields}
-
-    def _qtype(self, column_types: Mapping[str, str], name: str) -> QDataType:
-        spark_type = column_types.get(name)
-        if spark_type is None:
-            matches = [k for k in column_types if k.lower() == name.lower()]
-            if not matches:
-                raise InvalidOptionError(
-                    f"column {name!r} in columnsToIndex is not in the data; "
-                    f"columns are: {', '.join(column_types)}"
-                )
-            spark_type = column_types[matches[0]]
-        return qdatatype_for_spark_type(spark_type, column=name)
-
-    def _check_append_schema(self, state: TableState, schema: StructType) -> str:
+    def _check_append_schema(self, state: TableState, schema_json: str) -> str:
         table_string = state.schema_string
         if table_string is None:
-            return str(schema.json())
-        merged = append_schema(table_string, schema, self.options.merge_schema, self.path)
+            return schema_json
+        merged = append_schema(table_string, schema_json, self.options.merge_schema, self.path)
         return table_string if merged is None else merged
 
     # -- jobs --------------------------------------------------------------------------
@@ -602,7 +388,7 @@ class _Writer:
     ) -> tuple[int, list[int], dict[str, ColumnStats]]:
         from pyspark.sql import functions as F
 
-        column_types = self._column_types(schema)
+        types = column_types(str(schema.json()))
         aggs = [F.count(F.lit(1)).alias("__n")]
         needs: list[str] = []
         for i, spec in enumerate(specs):
@@ -613,7 +399,7 @@ class _Writer:
             qtype = index_types[spec.name]
             is_ordered = qtype is not QDataType.STRING
             if transformer_type in (None, "linear") and is_ordered:
-                expr = F.expr(_stat_expression(spec.name, qtype, column_types.get(spec.name, "")))
+                expr = F.expr(_stat_expression(spec.name, qtype, types.get(spec.name, "")))
                 aggs += [F.min(expr).alias(f"__min{i}"), F.max(expr).alias(f"__max{i}")]
                 needs.append(spec.name)
         with translate_errors():
@@ -679,8 +465,8 @@ class _Writer:
         # plain positional names: mapInArrow resolves its input by name, and a dot or a
         # backtick in a column name would be read as a path
         projected = self.df.select(
-            F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN),
-            *[F.col(_quote(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
+            F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN),
+            *[F.col(quote_identifier(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
         )
         if fraction < 1.0:
             projected = projected.sample(withReplacement=False, fraction=fraction, seed=17)
@@ -707,38 +493,6 @@ class _Writer:
 
     # -- metadata and commit -----------------------------------------------------------
 
-    def _configuration(
-        self,
-        state: TableState,
-        revision: Revision,
-        staging: Revision | None,
-        appending: bool,
-    ) -> dict[str, str]:
-        """The table configuration after this write adds ``revision`` (and ``staging``).
-
-        Appends keep the existing revisions; other writes start the revision list over.
-        """
-        base: dict[str, str] = dict(state.configuration) if state.exists else {}
-        if not appending:
-            base = {
-                k: v
-                for k, v in base.items()
-                if not k.startswith("qbeast.revision") and k != LAST_REVISION_KEY
-            }
-        if staging is not None and f"{REVISION_PREFIX}0" not in base:
-            base[f"{REVISION_PREFIX}0"] = staging.to_json()
-        base[f"{REVISION_PREFIX}{revision.revision_id}"] = revision.to_json()
-        base[LAST_REVISION_KEY] = str(revision.revision_id)
-        if self.options.columns_to_index is not None:
-            base["columnsToIndex"] = self.options.columns_to_index
-        else:  # qbeast-spark's default on append: the latest revision's column names
-            base["columnsToIndex"] = ",".join(revision.column_names)
-        base["cubeSize"] = str(revision.desired_cube_size)
-        base["tableFormat"] = "delta"
-        base["columnStats"] = self.options.column_stats or ""
-        base.update(self.options.table_properties)
-        return base
-
     def _empty_create(
         self,
         state: TableState,
@@ -753,7 +507,8 @@ class _Writer:
             self.path,
             int(time.time() * 1000),
         )
-        config = self._configuration(state, revision, None, appending=False)
+        base = state.configuration if state.exists else {}
+        config = write_configuration(base, revision, None, self.options, appending=False)
         return self._commit(state, None, {}, None, config, schema_string, new_revision=True,
                             revision_id=0)
 
@@ -795,9 +550,8 @@ class _Writer:
         )
         df = self.df
         if revision is not None:
-            df = df.select(
-                "*", F.hash(*[F.col(_quote(n)) for n in revision.column_names]).alias(WEIGHT_COLUMN)
-            )
+            columns = [F.col(quote_identifier(n)) for n in revision.column_names]
+            df = df.select("*", F.hash(*columns).alias(WEIGHT_COLUMN))
             if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
                 df = group_by_file(df, revision, weights, layout)
         with self._phase("write"), translate_errors():
@@ -837,3 +591,9 @@ class _Writer:
             revision_id=revision.revision_id if revision is not None else revision_id,
             new_revision=new_revision,
         )
+
+
+def run_write(df: DataFrame, path: str, mode: WriteMode, options: WriteOptions) -> WriteResult:
+    """Run one write of ``df`` to ``path`` with validated ``mode`` and ``options`` (what
+    :func:`qbeast_connect.write` and its builder call)."""
+    return _Writer(df, path, mode, options).run()

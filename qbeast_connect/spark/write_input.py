@@ -1,4 +1,4 @@
-"""What a write accepts as input: column names, and inputs that change between jobs.
+"""What a write does with inputs that change between its jobs.
 
 A write runs several Spark jobs over its DataFrame (statistics, estimation, write), and
 Spark evaluates the DataFrame's plan again in each. They must all see the same rows: the
@@ -15,85 +15,23 @@ and executor storage, so it is done only when needed: up front when the client-s
 calls a non-deterministic function (:func:`plan_looks_nondeterministic`, no round trip),
 and otherwise when a job of the write meets a row outside the revision's space
 (:class:`~qbeast_connect.exceptions.InputChangedError`), after which the write is redone
-once on the frozen input.
+once on the frozen input. (Which column names a write accepts is a core rule:
+:mod:`qbeast_connect.rules.columns`.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-from qbeast_connect.exceptions import InvalidOptionError, UnsupportedInputError
-from qbeast_connect.model.column_spec import ColumnSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 __all__ = [
-    "check_column_names",
     "committed_txn_version",
     "freeze",
     "plan_looks_nondeterministic",
-    "resolve_specs",
 ]
-
-
-def check_column_names(schema: StructType, path: str) -> None:
-    """Refuse a DataFrame whose column names Delta cannot store.
-
-    Delta column names are case-insensitive: ``a`` and ``A`` in one schema cannot be
-    told apart by readers (Spark calls the reference ambiguous).
-
-    Raises:
-        UnsupportedInputError: two top-level columns differ only in case.
-    """
-    seen: dict[str, str] = {}
-    for name in schema.names:
-        other = seen.setdefault(name.lower(), name)
-        if other != name:
-            raise UnsupportedInputError(
-                f"columns {other!r} and {name!r} differ only in case, which a Delta table "
-                f"at {path} cannot hold (column names are case-insensitive); rename one, "
-                f"e.g. df.withColumnRenamed({name!r}, {name + '_2'!r})"
-            )
-
-
-def _unquote(name: str) -> str:
-    """``a.b`` and ```a.b``` both name the column ``a.b``; doubled backticks escape one."""
-    if len(name) >= 2 and name.startswith("`") and name.endswith("`"):
-        return name[1:-1].replace("``", "`")
-    return name
-
-
-def resolve_specs(
-    specs: Sequence[ColumnSpec], names: Sequence[str]
-) -> tuple[ColumnSpec, ...]:
-    """The column specs with names spelled as in the DataFrame.
-
-    A name in ``columnsToIndex`` is one column's whole name (dots are part of it; nested
-    fields cannot be indexed), optionally in backticks, and matches case-insensitively as
-    Spark resolves names.
-
-    Raises:
-        InvalidOptionError: a name matches no column.
-    """
-    by_lower: dict[str, str] = {}
-    for n in names:
-        by_lower.setdefault(n.lower(), n)
-    out: list[ColumnSpec] = []
-    for spec in specs:
-        wanted = _unquote(spec.name)
-        actual = wanted if wanted in names else by_lower.get(wanted.lower())
-        if actual is None:
-            raise InvalidOptionError(
-                f"column {spec.name!r} in columnsToIndex is not in the data; columns are: "
-                f"{', '.join(names)} (a name is a whole top-level column name; nested "
-                "fields cannot be indexed)"
-            )
-        out.append(spec if actual == spec.name else ColumnSpec(actual, spec.transformer_type))
-    return tuple(out)
 
 
 #: Functions whose value differs between two evaluations of one plan: a new instant per
