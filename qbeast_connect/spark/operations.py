@@ -14,8 +14,8 @@ from qbeast_connect.model.column_spec import parse_columns_to_index
 from qbeast_connect.model.weight import fraction_from_weight
 from qbeast_connect.options import CUBE_SIZE_DEFAULT, parse_write_options
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.formats import COMMAND_FORMAT, WRITE_FORMAT
 from qbeast_connect.spark.location import table_location
-from qbeast_connect.spark.session import COMMAND_FORMAT, WRITE_FORMAT
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
 
 if TYPE_CHECKING:
