@@ -30,6 +30,7 @@ from qbeast_connect.planning.file_planner import (
     validate_fraction,
 )
 from qbeast_connect.planning.predicate import Predicate, from_column, from_sql
+from qbeast_connect.spark.files import TableFile, read_table_files, reader_for
 from qbeast_connect.spark.snapshot import (
     TableState,
     check_version_argument,
@@ -55,7 +56,7 @@ class ScanExplanation:
         files: absolute paths of the files to read.
         reader: what opens them: ``"spark-parquet"`` (Spark's parquet reader) or
             ``"qbeast-plugin"`` (the plugin reads them with pyarrow, for object stores the
-            server's Spark cannot open; see :mod:`server_plugin.s3_reader`).
+            server's Spark cannot open; see :mod:`qbeast_connect.spark.files`).
     """
 
     plan: ScanPlan
@@ -471,21 +472,13 @@ class QbeastTable:
         return value if isinstance(value, str) else None
 
     def _reader(self) -> str:
-        from server_plugin.s3_reader import reader_for
-
         return reader_for(self._spark, self._path)
 
     def _read_files(self, paths: Sequence[str]) -> DataFrame:
         """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
-        files = [self._absolute(p) for p in paths]
-        if self._reader() == "spark-parquet":
-            return self._spark.read.schema(self.schema).parquet(*files)
-        from server_plugin.s3_reader import read_files
-
-        root = self._path.rstrip("/")
         sizes = {str(a.get("path")): int(a.get("size") or 0) for a in self._state.adds}
-        entries = [(f[len(root) + 1 :], sizes.get(p, 0)) for f, p in zip(files, paths, strict=True)]
-        return read_files(self._spark, root, self.schema, entries)
+        files: list[TableFile] = [(p, sizes.get(p, 0), {}) for p in paths]
+        return read_table_files(self._spark, self._path, self.schema, files)
 
     def _absolute(self, path: str) -> str:
         """The location of a file named by the log, refusing any that leaves the table."""
