@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file
-from server_plugin.files_source import FILES_FORMAT, QbeastFilesSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -146,6 +145,11 @@ def read_files(
         files: ``(path relative to the root, size)`` per file, optionally with the file's
             partition values.
     """
+    # imported here, not at the top: a server worker unpickling the source imports
+    # server_plugin.files_source first, and through qbeast_connect's package it reaches
+    # this module before files_source has finished initializing
+    from server_plugin.files_source import FILES_FORMAT, QbeastFilesSource
+
     with _lock:
         fresh = spark not in _registered
         if fresh:
