@@ -20,6 +20,8 @@ from qbeast_connect.exceptions import (
 )
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
+from qbeast_connect.model.weight import fraction_from_weight
+from qbeast_connect.options import WriteOptions, parse_write_options
 from qbeast_connect.paths import resolve_table_file
 from qbeast_connect.planning.file_planner import (
     ScanPlan,
@@ -31,6 +33,13 @@ from qbeast_connect.planning.file_planner import (
 from qbeast_connect.planning.predicate import Predicate, from_sql
 from qbeast_connect.spark.balance import balanced_column
 from qbeast_connect.spark.columns import from_column
+from qbeast_connect.spark.files import TableFile, read_table_files, reader_for
+from qbeast_connect.spark.operations import (
+    OptimizeResult,
+    check_optimize_arguments,
+    index_staging,
+    rewrite_files,
+)
 from qbeast_connect.spark.snapshot import (
     TableState,
     check_version_argument,
@@ -44,7 +53,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from qbeast_connect.metrics import IndexMetrics
-    from qbeast_connect.spark.operations import OptimizeResult
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class ScanExplanation:
         files: absolute paths of the files to read.
         reader: what opens them: ``"spark-parquet"`` (Spark's parquet reader) or
             ``"qbeast-plugin"`` (the plugin reads them with pyarrow, for object stores the
-            server's Spark cannot open; see :mod:`server_plugin.s3_reader`).
+            server's Spark cannot open; see :mod:`qbeast_connect.spark.files`).
     """
 
     plan: ScanPlan
@@ -351,10 +359,8 @@ class QbeastTable:
             commits made through other objects or processes. The object itself is not
             changed: use :meth:`refresh` to read the new version.
         """
-        from qbeast_connect.spark.operations import check_optimize_arguments, optimize
-
         check_optimize_arguments(revisionID, fraction, files, options)
-        return optimize(self.refresh(), revisionID, fraction, files, options)
+        return _optimize(self.refresh(), revisionID, fraction, files, options)
 
     def vacuum(
         self,
@@ -379,7 +385,7 @@ class QbeastTable:
         """
         from qbeast_connect.spark.operations import vacuum
 
-        return vacuum(self, retentionHours, dryRun, enforceRetentionDuration)
+        return vacuum(self._spark, self._path, retentionHours, dryRun, enforceRetentionDuration)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -472,21 +478,13 @@ class QbeastTable:
         return value if isinstance(value, str) else None
 
     def _reader(self) -> str:
-        from server_plugin.s3_reader import reader_for
-
         return reader_for(self._spark, self._path)
 
     def _read_files(self, paths: Sequence[str]) -> DataFrame:
         """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
-        files = [self._absolute(p) for p in paths]
-        if self._reader() == "spark-parquet":
-            return self._spark.read.schema(self.schema).parquet(*files)
-        from server_plugin.s3_reader import read_files
-
-        root = self._path.rstrip("/")
         sizes = {str(a.get("path")): int(a.get("size") or 0) for a in self._state.adds}
-        entries = [(f[len(root) + 1 :], sizes.get(p, 0)) for f, p in zip(files, paths, strict=True)]
-        return read_files(self._spark, root, self.schema, entries)
+        files: list[TableFile] = [(p, sizes.get(p, 0), {}) for p in paths]
+        return read_table_files(self._spark, self._path, self.schema, files)
 
     def _absolute(self, path: str) -> str:
         """The location of a file named by the log, refusing any that leaves the table."""
@@ -516,3 +514,95 @@ class QbeastTable:
             df = df.filter(F.expr(where) if isinstance(where, str) else balanced_column(where))
         return df
 
+
+# -- what optimize rewrites (the jobs are in qbeast_connect.spark.operations) ----------
+
+
+def _optimize(
+    table: QbeastTable,
+    revisionID: int | None = None,  # noqa: N803
+    fraction: float = 1.0,
+    files: Sequence[str] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> OptimizeResult:
+    """Pick the files to rewrite on ``table`` (at its latest version) and rewrite them."""
+    opts = parse_write_options(dict(options or {}))
+    snapshot = table.snapshot
+    if files is not None:
+        return _optimize_paths(table, [str(f) for f in files], opts)
+    rid = table.lastRevisionID() if revisionID is None else revisionID
+    if rid == 0 or (rid in snapshot.revisions and snapshot.revisions[rid].is_staging):
+        return _optimize_staging(table, fraction, opts)
+    revision = table.revision(rid)
+    chosen = [
+        f.path
+        for f in snapshot.files_of(revision.revision_id)
+        if fraction >= 1.0 or any(fraction_from_weight(b.min_weight) <= fraction for b in f.blocks)
+    ]
+    return _rewrite(table, revision.revision_id, chosen, opts)
+
+
+def _optimize_paths(table: QbeastTable, paths: list[str], opts: WriteOptions) -> OptimizeResult:
+    snapshot = table.snapshot
+    by_path = {f.path: f for f in snapshot.files}
+    unknown = [p for p in paths if p not in by_path]
+    if unknown:
+        raise InvalidOptionError(
+            f"files {unknown[:5]} are not live files of the table at version {table.version()}"
+        )
+    results = []
+    staging = [p for p in paths if by_path[p].revision_id == 0]
+    if staging:
+        results.append(_index_staging(table, staging, opts))
+    revisions = sorted({by_path[p].revision_id for p in paths} - {0})
+    for rid in revisions:
+        table = table.refresh() if results else table
+        chosen = [p for p in paths if by_path[p].revision_id == rid]
+        results.append(_rewrite(table, rid, chosen, opts))
+    if not results:
+        return OptimizeResult(None, table.lastRevisionID(), 0, 0, 0)
+    last = results[-1]
+    return OptimizeResult(
+        last.version,
+        last.revision_id,
+        sum(r.removed_files for r in results),
+        sum(r.added_files for r in results),
+        sum(r.rows for r in results),
+    )
+
+
+def _rewrite(
+    table: QbeastTable, revision_id: int, paths: list[str], opts: WriteOptions
+) -> OptimizeResult:
+    if not paths:
+        return OptimizeResult(None, revision_id, 0, 0, 0)
+    return rewrite_files(
+        table._spark,
+        table._read_files(paths),
+        table.path,
+        table.version(),
+        table.snapshot,
+        revision_id,
+        paths,
+        opts,
+    )
+
+
+def _optimize_staging(table: QbeastTable, fraction: float, opts: WriteOptions) -> OptimizeResult:
+    staging = sorted(table.snapshot.staging_files(), key=lambda f: f.modification_time)
+    if not staging:
+        return OptimizeResult(None, 0, 0, 0, 0)
+    budget = fraction * sum(f.size for f in staging)
+    chosen: list[str] = []
+    used = 0
+    for f in staging:
+        if chosen and used + f.size > budget:
+            break
+        chosen.append(f.path)
+        used += f.size
+    return _index_staging(table, chosen, opts)
+
+
+def _index_staging(table: QbeastTable, paths: list[str], opts: WriteOptions) -> OptimizeResult:
+    latest = table.latestRevision
+    return index_staging(table._read_files(paths), table.path, latest, paths, opts)

@@ -46,7 +46,6 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
-    InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
@@ -58,20 +57,20 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.options import parse_bool
+from server_plugin.format_read import (
+    QbeastPushdownReader,
+    QbeastScanReader,
+    qbeast_view,
+    read_delta_snapshot,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from qbeast_connect.model.revision import Revision
     from qbeast_connect.model.snapshot import QbeastSnapshot
-    from qbeast_connect.planning.predicate import Predicate
-    from server_plugin.delta.snapshot import DeltaSnapshot
 
 FORMAT_NAME = "qbeast"
-#: Selected files are packed into read partitions of about this many bytes.
-PARTITION_BYTES = 64 * 1024 * 1024
-#: Rows per Arrow batch a read task yields.
-READ_BATCH_ROWS = 65_536
 
 _WRITE_HINT = (
     "use qbeast_connect.write(df, path, ...) instead: it computes the statistics and cube "
@@ -107,228 +106,6 @@ def _optional_int(options: Mapping[str, str], key: str) -> int | None:
     if number < 0:
         raise InvalidOptionError(f"option {key} must be >= 0, got {number}")
     return number
-
-
-def read_delta_snapshot(path: str, version: int | None) -> DeltaSnapshot | None:
-    """The Delta snapshot at ``path`` (None when no table exists and no version was asked)."""
-    from server_plugin.delta.log_reader import read_snapshot
-    from server_plugin.delta.storage import storage_for
-
-    try:
-        return read_snapshot(storage_for(path), version)
-    except TableNotFoundError:
-        if version is not None:
-            raise
-        return None
-
-
-def add_dicts(snapshot: DeltaSnapshot) -> list[dict[str, Any]]:
-    """The live add actions as JSON dicts (what the client-side snapshot code expects)."""
-    from server_plugin.delta.actions import action_to_json
-
-    return [action_to_json(add)["add"] for add in snapshot.files.values()]
-
-
-def qbeast_view(snapshot: DeltaSnapshot) -> QbeastSnapshot:
-    """The qbeast view (revisions, index files, cube statuses) of a Delta snapshot."""
-    from qbeast_connect.model.snapshot import QbeastSnapshot
-
-    return QbeastSnapshot.from_delta(
-        snapshot.metadata.configuration, add_dicts(snapshot), snapshot.version
-    )
-
-
-# --------------------------------------------------------------------------------------
-# filters
-# --------------------------------------------------------------------------------------
-
-
-def _next_prefix(prefix: str) -> str | None:
-    """The smallest string above every string starting with ``prefix`` (None if none)."""
-    last = ord(prefix[-1])
-    if last >= 0x10FFFF or 0xD7FF <= last <= 0xDFFF:
-        return None
-    return prefix[:-1] + chr(last + 1)
-
-
-def filter_to_predicate(f: Any) -> Predicate | None:
-    """Translate one pushed Spark filter to the planner's predicate tree.
-
-    Returns None for filters pruning cannot use (nested columns, ``LIKE '%x'`` and
-    ``'%x%'``, values the tree has no literal for): they prune nothing. The translation
-    never matches fewer rows than the filter, so pruning with it is safe.
-    """
-    from pyspark.sql import datasource as ds
-
-    from qbeast_connect.planning.predicate import (
-        Comparison,
-        InList,
-        IsNotNull,
-        IsNull,
-        Not,
-        and_,
-    )
-
-    if isinstance(f, ds.Not):
-        child = filter_to_predicate(f.child)
-        return None if child is None else Not(child)
-    attribute = getattr(f, "attribute", None)
-    if not isinstance(attribute, tuple) or len(attribute) != 1:
-        return None
-    column = attribute[0]
-    value = getattr(f, "value", None)
-    ops = {
-        ds.EqualTo: "=",
-        ds.GreaterThan: ">",
-        ds.GreaterThanOrEqual: ">=",
-        ds.LessThan: "<",
-        ds.LessThanOrEqual: "<=",
-    }
-    try:
-        for cls, op in ops.items():
-            if isinstance(f, cls):
-                return Comparison(column, op, value)  # type: ignore[arg-type]
-        if isinstance(f, ds.EqualNullSafe):
-            return IsNull(column) if value is None else Comparison(column, "=", value)
-        if isinstance(f, ds.In):
-            values = tuple(value or ())
-            return InList(column, values) if values else None
-        if isinstance(f, ds.IsNull):
-            return IsNull(column)
-        if isinstance(f, ds.IsNotNull):
-            return IsNotNull(column)
-        if isinstance(f, ds.StringStartsWith) and isinstance(value, str) and value:
-            upper = _next_prefix(value)
-            low = Comparison(column, ">=", value)
-            return low if upper is None else and_(low, Comparison(column, "<", upper))
-    except (InvalidOptionError, TypeError, ValueError):
-        return None
-    return None
-
-
-# --------------------------------------------------------------------------------------
-# reading
-# --------------------------------------------------------------------------------------
-
-
-def pack_partitions(
-    files: Sequence[tuple[str, int]], target_bytes: int = PARTITION_BYTES
-) -> list[tuple[str, ...]]:
-    """Group ``(path, size)`` in order into partitions of about ``target_bytes`` each.
-
-    A file is never split; a file at least ``target_bytes`` large gets its own partition.
-    """
-    out: list[tuple[str, ...]] = []
-    current: list[str] = []
-    used = 0
-    for path, size in files:
-        if current and used + size > target_bytes:
-            out.append(tuple(current))
-            current, used = [], 0
-        current.append(path)
-        used += size
-    if current:
-        out.append(tuple(current))
-    return out
-
-
-def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """The batch with exactly the ``target`` columns and types (absent columns are null)."""
-    import pyarrow as pa
-
-    names = batch.schema.names
-    lowered: dict[str, int] = {}
-    for i, name in enumerate(names):
-        lowered.setdefault(name.lower(), i)
-    arrays = []
-    for field in target:
-        index = batch.schema.get_field_index(field.name)
-        if index < 0:
-            index = lowered.get(field.name.lower(), -1)
-        if index < 0:
-            arrays.append(pa.nulls(batch.num_rows, field.type))
-            continue
-        column = batch.column(index)
-        if not column.type.equals(field.type):
-            column = column.cast(field.type)
-        arrays.append(column)
-    return pa.RecordBatch.from_arrays(arrays, schema=target)
-
-
-class QbeastScanReader(DataSourceReader):
-    """Reads the files of a qbeast (or plain Delta) table that the filters cannot rule out.
-
-    The reader is pickled to the executors before :meth:`partitions` runs, so it only keeps
-    small state: the location, the version, the schema and the pushed predicates.
-    """
-
-    def __init__(self, path: str, version: int | None, schema: StructType) -> None:
-        self.path = path
-        self.version = version
-        self.schema = schema
-        self.predicates: list[Predicate] = []
-
-    def predicate(self) -> Predicate | None:
-        """The conjunction of the translated filters (None when there is none)."""
-        from qbeast_connect.planning.predicate import and_
-
-        return and_(*self.predicates) if self.predicates else None
-
-    def plan(self) -> list[tuple[str, int]]:
-        """``(storage key, size)`` of every file the read must open, in snapshot order."""
-        from qbeast_connect.planning.file_planner import plan_files, stats_by_path
-
-        snapshot = read_delta_snapshot(self.path, self.version)
-        if snapshot is None:
-            raise TableNotFoundError(f"no table at {self.path}")
-        adds = add_dicts(snapshot)
-        qsnap = qbeast_view(snapshot)
-        # Spark pushes filters with literals already of their column's type: no time zone
-        # is involved in binding them to the schema.
-        plan = plan_files(
-            qsnap, self.predicate(), None, file_stats=stats_by_path(adds), schema=self.schema
-        )
-        keys = {add.path: key for key, add in snapshot.files.items()}
-        return [(keys[f.path], f.size) for f in plan.files]
-
-    def partitions(self) -> list[InputPartition]:
-        return [InputPartition(group) for group in pack_partitions(self.plan())]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        from server_plugin.delta.storage import storage_for
-
-        keys = partition.value or ()
-        if not keys:
-            return
-        storage = storage_for(self.path)
-        target = to_arrow_schema(self.schema, timezone="UTC")
-        wanted = {name.lower() for name in target.names}
-        for key in keys:
-            opener = getattr(storage, "open_input", None)
-            source: Any = opener(key) if opener is not None else storage.local_path(key)
-            try:
-                parquet = pq.ParquetFile(source)
-                columns = [n for n in parquet.schema_arrow.names if n.lower() in wanted]
-                for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
-                    yield conform_batch(batch, target)
-            finally:
-                if hasattr(source, "close"):
-                    source.close()
-
-
-class QbeastPushdownReader(QbeastScanReader):
-    """:class:`QbeastScanReader` that prunes files with the filters Spark pushes."""
-
-    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:  # noqa: N802 - Spark API
-        for f in filters:
-            predicate = filter_to_predicate(f)
-            if predicate is not None:
-                self.predicates.append(predicate)
-        # Spark applies every filter again to the rows: pruning stays an optimization
-        return list(filters)
 
 
 # --------------------------------------------------------------------------------------
@@ -642,11 +419,6 @@ __all__ = [
     "FORMAT_NAME",
     "QbeastDataSource",
     "QbeastFormatWriter",
-    "QbeastPushdownReader",
-    "QbeastScanReader",
-    "conform_batch",
-    "filter_to_predicate",
-    "pack_partitions",
     "plan_format_write",
     "weighted_batches",
 ]

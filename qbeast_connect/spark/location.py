@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import is_relative, qualify
 from qbeast_connect.spark.errors import translate_errors
-from qbeast_connect.spark.session import SNAPSHOT_FORMAT
+from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession

@@ -1,28 +1,37 @@
-"""Table operations over Spark Connect: optimize, convert to qbeast, vacuum."""
+"""Table operations over Spark Connect: the jobs of optimize, convert to qbeast, vacuum.
+
+This is transport: it runs plugin commands and rewrite jobs on data it is given (a
+session, a location, a snapshot, the rows to rewrite) and returns what they did. Deciding
+what to optimize is the API's (:meth:`qbeast_connect.table.QbeastTable.optimize`).
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.model.column_spec import parse_columns_to_index
-from qbeast_connect.model.weight import fraction_from_weight
 from qbeast_connect.options import CUBE_SIZE_DEFAULT, parse_write_options
+from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.formats import COMMAND_FORMAT, WRITE_FORMAT
 from qbeast_connect.spark.location import table_location
-from qbeast_connect.spark.session import COMMAND_FORMAT, WRITE_FORMAT
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.connect.session import SparkSession
 
+    from qbeast_connect.model.revision import Revision
+    from qbeast_connect.model.snapshot import QbeastSnapshot
+    from qbeast_connect.options import WriteOptions
     from qbeast_connect.spark.write import WriteResult
-    from qbeast_connect.table import QbeastTable
 
 
 @dataclass(frozen=True)
@@ -42,10 +51,6 @@ class OptimizeResult:
     removed_files: int
     added_files: int
     rows: int
-
-
-def _quote(column: str) -> str:
-    return f"`{column.replace('`', '``')}`"
 
 
 def run_command(spark: SparkSession, command: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -107,7 +112,8 @@ def convert_to_qbeast(
 
 
 def vacuum(
-    table: QbeastTable,
+    spark: SparkSession,
+    path: str,
     retentionHours: float = 168,  # noqa: N803
     dryRun: bool = False,  # noqa: N803
     enforceRetentionDuration: bool = True,  # noqa: N803
@@ -127,10 +133,10 @@ def vacuum(
         if not isinstance(flag, bool):
             raise InvalidOptionError(f"{name} must be True or False, got {flag!r}")
     result = run_command(
-        table._spark,
+        spark,
         {
             "command": "vacuum",
-            "path": table.path,
+            "path": path,
             "retentionHours": retentionHours,
             "dryRun": dryRun,
             "enforceRetentionDuration": enforceRetentionDuration,
@@ -170,65 +176,18 @@ def check_optimize_arguments(
         )
 
 
-def optimize(
-    table: QbeastTable,
-    revisionID: int | None = None,  # noqa: N803
-    fraction: float = 1.0,
-    files: Sequence[str] | None = None,
-    options: Mapping[str, str] | None = None,
+def rewrite_files(
+    spark: SparkSession,
+    source: DataFrame,
+    table_path: str,
+    read_version: int,
+    snapshot: QbeastSnapshot,
+    revision_id: int,
+    paths: list[str],
+    opts: WriteOptions,
 ) -> OptimizeResult:
-    """Rewrite files according to the index (see :meth:`QbeastTable.optimize`)."""
-    check_optimize_arguments(revisionID, fraction, files, options)
-    opts = parse_write_options(dict(options or {}))
-    snapshot = table.snapshot
-    if files is not None:
-        return _optimize_paths(table, [str(f) for f in files], opts)
-    rid = table.lastRevisionID() if revisionID is None else revisionID
-    if rid == 0 or (rid in snapshot.revisions and snapshot.revisions[rid].is_staging):
-        return _optimize_staging(table, fraction, opts)
-    revision = table.revision(rid)
-    chosen = [
-        f.path
-        for f in snapshot.files_of(revision.revision_id)
-        if fraction >= 1.0 or any(fraction_from_weight(b.min_weight) <= fraction for b in f.blocks)
-    ]
-    return _rewrite(table, revision.revision_id, chosen, opts)
-
-
-def _optimize_paths(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeResult:
-    snapshot = table.snapshot
-    by_path = {f.path: f for f in snapshot.files}
-    unknown = [p for p in paths if p not in by_path]
-    if unknown:
-        raise InvalidOptionError(
-            f"files {unknown[:5]} are not live files of the table at version {table.version()}"
-        )
-    results = []
-    staging = [p for p in paths if by_path[p].revision_id == 0]
-    if staging:
-        results.append(_index_staging(table, staging, opts))
-    revisions = sorted({by_path[p].revision_id for p in paths} - {0})
-    for rid in revisions:
-        table = table.refresh() if results else table
-        chosen = [p for p in paths if by_path[p].revision_id == rid]
-        results.append(_rewrite(table, rid, chosen, opts))
-    if not results:
-        return OptimizeResult(None, table.lastRevisionID(), 0, 0, 0)
-    last = results[-1]
-    return OptimizeResult(
-        last.version,
-        last.revision_id,
-        sum(r.removed_files for r in results),
-        sum(r.added_files for r in results),
-        sum(r.rows for r in results),
-    )
-
-
-def _rewrite(
-    table: QbeastTable, revision_id: int, paths: list[str], opts: Any
-) -> OptimizeResult:
-    """Re-assign the rows of ``paths`` with the revision's current cube max weights and
-    write them laid out by weight band and cube (one shuffle), in one commit.
+    """Re-assign the rows of ``paths`` (read as ``source``) with the revision's current cube
+    max weights and write them laid out by weight band and cube (one shuffle), in one commit.
 
     Like qbeast-spark's, the commit is a Delta ``WRITE`` in mode ``Append`` whose file
     actions all have ``dataChange: false`` (spec §1.6); there is no ``OPTIMIZE`` operation."""
@@ -239,7 +198,6 @@ def _rewrite(
 
     if not paths:
         return OptimizeResult(None, revision_id, 0, 0, 0)
-    snapshot = table.snapshot
     revision = snapshot.revisions[revision_id]
     statuses = snapshot.cube_statuses(revision_id)
     weights = {str(c): int(s.max_weight) for c, s in statuses.items()}
@@ -248,15 +206,14 @@ def _rewrite(
     rows = sum(b.element_count for b in blocks)
     layout = plan_layout(segments_from_blocks(blocks), revision.desired_cube_size)
     names = list(revision.column_names)
-    source = table._read_files(paths)
     weighted = source.select(
-        "*", F.hash(*[F.col(_quote(n)) for n in names]).alias(WEIGHT_COLUMN)
+        "*", F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN)
     )
     grouped = group_by_file(weighted, revision, weights, layout)
     plan = WritePlan(
-        table_path=table.path,
+        table_path=table_path,
         mode="append",
-        read_version=table.version(),
+        read_version=read_version,
         revision_json=revision.to_json(),
         cube_weights=weights,
         layout=layout,
@@ -268,39 +225,23 @@ def _rewrite(
     )
     with translate_errors():
         grouped.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
-    version, added = _find_commit(table, plan.txn_id)
-    return OptimizeResult(version, revision_id, len(paths), added, rows)
+    commit = find_commit(spark, table_path, plan.txn_id)
+    if commit is None:
+        return OptimizeResult(None, revision_id, len(paths), 0, rows)
+    return OptimizeResult(commit.version, revision_id, len(paths), commit.num_files, rows)
 
 
-def _find_commit(table: QbeastTable, txn_id: str) -> tuple[int | None, int]:
-    for entry in table.history(limit=20):
-        if entry.get("txnId") == txn_id:
-            metrics = entry.get("operationMetrics") or {}
-            return int(entry["version"]), int(metrics.get("numFiles", 0))
-    return None, 0
-
-
-def _optimize_staging(table: QbeastTable, fraction: float, opts: Any) -> OptimizeResult:
-    staging = sorted(table.snapshot.staging_files(), key=lambda f: f.modification_time)
-    if not staging:
-        return OptimizeResult(None, 0, 0, 0, 0)
-    budget = fraction * sum(f.size for f in staging)
-    chosen: list[str] = []
-    used = 0
-    for f in staging:
-        if chosen and used + f.size > budget:
-            break
-        chosen.append(f.path)
-        used += f.size
-    return _index_staging(table, chosen, opts)
-
-
-def _index_staging(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeResult:
-    """Index staging files like an append (latest revision's columns and cube size) and
-    replace them, in one commit."""
+def index_staging(
+    source: DataFrame,
+    table_path: str,
+    latest: Revision,
+    paths: list[str],
+    opts: WriteOptions,
+) -> OptimizeResult:
+    """Index staging files (read as ``source``) like an append (``latest``'s columns and
+    cube size) and replace them, in one commit."""
     from qbeast_connect.spark.write import _Writer
 
-    latest = table.latestRevision
     raw: dict[str, Any] = {
         "columnsToIndex": ",".join(latest.column_names),
         "cubeSize": latest.desired_cube_size,
@@ -309,10 +250,9 @@ def _index_staging(table: QbeastTable, paths: list[str], opts: Any) -> OptimizeR
         raw["userMetadata"] = opts.user_metadata
     for key, value in opts.hooks.items():
         raw[f"qbeastPreCommitHook.{key}"] = value
-    source = table._read_files(paths)
     result: WriteResult = _Writer(
         source,
-        table.path,
+        table_path,
         "append",
         parse_write_options(raw),
         remove_paths=tuple(paths),

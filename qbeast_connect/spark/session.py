@@ -11,6 +11,12 @@ from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import PluginUnavailableError, QbeastError
 from qbeast_connect.spark.errors import translate_errors
+
+# the format names stay importable from here (formats.py is their home)
+from qbeast_connect.spark.formats import COMMAND_FORMAT as COMMAND_FORMAT
+from qbeast_connect.spark.formats import QBEAST_FORMAT as QBEAST_FORMAT
+from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
+from qbeast_connect.spark.formats import WRITE_FORMAT as WRITE_FORMAT
 from qbeast_connect.spark.server import LocalConnectServer
 
 if TYPE_CHECKING:
@@ -21,13 +27,6 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 _cache: dict[str, SparkSession] = {}
 _embedded: dict[str, LocalConnectServer] = {}
-
-#: Format names of the server plugin's data sources.
-SNAPSHOT_FORMAT = "qbeast_snapshot"
-WRITE_FORMAT = "qbeast_write"
-COMMAND_FORMAT = "qbeast_command"
-#: The public data source: ``spark.read.format("qbeast")`` / ``df.write.format("qbeast")``.
-QBEAST_FORMAT = "qbeast"
 
 
 def session(

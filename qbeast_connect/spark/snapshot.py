@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
 from qbeast_connect.spark.location import table_location
-from qbeast_connect.spark.session import SNAPSHOT_FORMAT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

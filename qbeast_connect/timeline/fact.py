@@ -18,6 +18,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+from qbeast_connect.spark.files import read_table_files
 from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.timeline.cover import CoverPlan, TimelineOracle, plan_cover
 from qbeast_connect.timeline.partition import TimePartition, TimeRange
@@ -216,29 +217,20 @@ class Fact:
             ]
             if not selected:
                 continue
-            from qbeast_connect.paths import resolve_table_file
-            from server_plugin.s3_reader import SPARK_READER, read_files, reader_for
-
-            frame: DataFrame
-            root = state.path  # the canonical location (relative paths resolved)
-            if reader_for(self._spark, root) == SPARK_READER:
-                reader = self._spark.read.schema(schema).option("basePath", root)
-                files = [resolve_table_file(root, str(a["path"])) for a in selected]
-                frame = reader.parquet(*files)
-            else:  # an object store the server's Spark cannot open: the plugin reads
-                frame = read_files(
-                    self._spark,
-                    root,
-                    schema,
-                    [
-                        (
-                            resolve_table_file(root, str(a["path"]))[len(root) + 1 :],
-                            int(a.get("size") or 0),
-                            dict(a.get("partitionValues") or {}),
-                        )
-                        for a in selected
-                    ],
-                )
+            frame = read_table_files(
+                self._spark,
+                state.path,  # the canonical location (relative paths resolved)
+                schema,
+                [
+                    (
+                        str(a["path"]),
+                        int(a.get("size") or 0),
+                        dict(a.get("partitionValues") or {}),
+                    )
+                    for a in selected
+                ],
+                partitioned=True,
+            )
             frame = frame.select(*[f"`{n.replace('`', '``')}`" for n in schema.fieldNames()])
             frames.append(frame)
         if not frames:

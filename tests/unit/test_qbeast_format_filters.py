@@ -37,14 +37,13 @@ from qbeast_connect.planning.predicate import (
     IsNull,
     Not,
 )
-from server_plugin.qbeast_format import (
-    QbeastDataSource,
+from server_plugin.format_read import (
     QbeastPushdownReader,
     QbeastScanReader,
-    conform_batch,
     filter_to_predicate,
-    pack_partitions,
 )
+from server_plugin.parquet_reader import conform_batch, pack_partitions
+from server_plugin.qbeast_format import QbeastDataSource
 
 SCHEMA = StructType(
     [
@@ -77,7 +76,7 @@ def _write(
 
 
 def _snapshot(path: str) -> QbeastSnapshot:
-    from server_plugin.qbeast_format import qbeast_view, read_delta_snapshot
+    from server_plugin.format_read import qbeast_view, read_delta_snapshot
 
     snap = read_delta_snapshot(path, None)
     assert snap is not None

@@ -1,0 +1,166 @@
+"""Reading selected files of a table: the one call the API makes to open table files.
+
+The API layer (``QbeastTable``, ``TimelineFact``) plans which files of a table a read
+needs; :func:`read_table_files` turns them into a DataFrame. Which reader opens them is
+decided by :func:`reader_for`, once per session and URI scheme (a local path never asks):
+
+* ``"spark-parquet"``: Spark's own parquet reader, whenever Spark can open the storage;
+* ``"qbeast-plugin"``: for ``s3://``/``s3a://`` tables on a server without Hadoop's S3
+  connector, the plugin's ``qbeast_files`` source (:mod:`server_plugin.files_source`) opens
+  the files with its own storage and decodes them with pyarrow in the server's workers.
+
+:class:`qbeast_connect.table.ScanExplanation` reports the choice.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from qbeast_connect.paths import resolve_table_file
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.connect.session import SparkSession
+    from pyspark.sql.types import StructType
+
+#: The reader names reported in scan explanations.
+SPARK_READER = "spark-parquet"
+PLUGIN_READER = "qbeast-plugin"
+#: Object-store schemes the plugin's own storage can read.
+PLUGIN_SCHEMES = frozenset({"s3", "s3a"})
+
+__all__ = [
+    "PLUGIN_READER",
+    "PLUGIN_SCHEMES",
+    "SPARK_READER",
+    "TableFile",
+    "read_files",
+    "read_table_files",
+    "reader_for",
+]
+
+#: One file of a table to read: its path as the log names it, its size in bytes, and its
+#: partition values (from the log's ``add`` action).
+TableFile = tuple[str, int, Mapping[str, "str | None"]]
+
+_known: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+_registered: weakref.WeakSet[Any] = weakref.WeakSet()
+_lock = threading.Lock()
+
+_NO_CONNECTOR = (
+    "No FileSystem for scheme",
+    "S3AFileSystem not found",
+    "ClassNotFoundException",
+    "UnsupportedFileSystemException",
+)
+
+
+def _scheme(path: str) -> str | None:
+    head, sep, _ = path.partition("://")
+    return head.lower() if sep and head.isalnum() else None
+
+
+def reader_for(spark: SparkSession, table_path: str) -> str:
+    """``"spark-parquet"`` or ``"qbeast-plugin"``: how reads of this table open files.
+
+    Local and other paths always use Spark's parquet reader. For ``s3://``/``s3a://``
+    tables the session asks Spark once per scheme whether it can open such paths (it can
+    when the server has Hadoop's S3 connector); when it cannot, the plugin reads.
+    """
+    scheme = _scheme(table_path)
+    if scheme not in PLUGIN_SCHEMES:
+        return SPARK_READER
+    with _lock:
+        cached = _known.setdefault(spark, {}).get(scheme)
+    if cached is not None:
+        return cached
+    bucket = table_path.split("://", 1)[1].split("/", 1)[0]
+    probe = f"{scheme}://{bucket}/_qbeast_reader_probe_{uuid.uuid4().hex}"
+    choice = SPARK_READER
+    try:
+        spark.read.parquet(probe).schema  # noqa: B018 - analysis opens the filesystem
+    except Exception as exc:  # only the message tells what is missing
+        if any(marker in str(exc) for marker in _NO_CONNECTOR):
+            choice = PLUGIN_READER
+    with _lock:
+        _known.setdefault(spark, {})[scheme] = choice
+    return choice
+
+
+def read_table_files(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    *,
+    partitioned: bool = False,
+) -> DataFrame:
+    """A DataFrame over ``files`` of the table at ``root``, read by :func:`reader_for`'s
+    choice.
+
+    Args:
+        spark: the session.
+        root: the table's canonical location.
+        schema: the schema to read the files with (the table's).
+        files: ``(log path, size, partition values)`` per file.
+        partitioned: rebuild partition columns from the files' locations (Spark's
+            ``basePath``) or from their partition values (the plugin's reader); when False,
+            columns missing from a file are null.
+
+    Raises:
+        UnsafePathError: a log path leaves the table's directory.
+    """
+    located = [resolve_table_file(root, path) for path, _size, _values in files]
+    if reader_for(spark, root) == SPARK_READER:
+        reader = spark.read.schema(schema)
+        if partitioned:
+            reader = reader.option("basePath", root)
+        return reader.parquet(*located)
+    # an object store the server's Spark cannot open: the plugin reads
+    prefix = len(root.rstrip("/")) + 1
+    entries = [
+        (path[prefix:], size, values if partitioned else {})
+        for path, (_log_path, size, values) in zip(located, files, strict=True)
+    ]
+    return read_files(spark, root.rstrip("/"), schema, entries)
+
+
+def read_files(
+    spark: SparkSession,
+    table_path: str,
+    schema: StructType,
+    files: Sequence[tuple[str, int]] | Sequence[tuple[str, int, Mapping[str, str | None]]],
+) -> DataFrame:
+    """A DataFrame over ``files`` of the table read by the plugin (``qbeast_files``).
+
+    Args:
+        spark: The session.
+        table_path: The table root.
+        schema: The table schema.
+        files: ``(path relative to the root, size)`` per file, optionally with the file's
+            partition values.
+    """
+    # imported here, not at the top: a server worker unpickling the source imports
+    # server_plugin.files_source first, and through qbeast_connect's package it reaches
+    # this module before files_source has finished initializing
+    from server_plugin.files_source import FILES_FORMAT, QbeastFilesSource
+
+    with _lock:
+        fresh = spark not in _registered
+        if fresh:
+            _registered.add(spark)
+    if fresh:
+        spark.dataSource.register(QbeastFilesSource)
+    payload = [[str(f[0]), int(f[1]), *([dict(f[2])] if len(f) > 2 else [])] for f in files]
+    return (
+        spark.read.format(FILES_FORMAT)
+        .schema(schema)
+        .option("path", table_path)
+        .option("files", json.dumps(payload, separators=(",", ":")))
+        .load()
+    )

@@ -1,0 +1,141 @@
+"""The plugin's parquet reader: table files opened with the plugin's storage, decoded with
+pyarrow in the server's Python workers.
+
+Both Python data sources that read table files use it: the ``format("qbeast")`` scan
+(:mod:`server_plugin.format_read`, which picks the files with the index) and the
+plugin-internal ``qbeast_files`` source (:mod:`server_plugin.files_source`, which reads the
+files the client picked, on object stores the server's Spark cannot open). The files are
+packed into read partitions of about :data:`PARTITION_BYTES`, and every batch is conformed
+to the table schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Files are packed into read partitions of about this many bytes.
+PARTITION_BYTES = 64 * 1024 * 1024
+#: Rows per Arrow batch a read task yields.
+BATCH_ROWS = 65_536
+
+__all__ = [
+    "BATCH_ROWS",
+    "PARTITION_BYTES",
+    "ParquetFilesReader",
+    "conform_batch",
+    "pack_partitions",
+]
+
+
+def pack_partitions(
+    files: Sequence[tuple[str, int]], target_bytes: int = PARTITION_BYTES
+) -> list[tuple[str, ...]]:
+    """Group ``(path, size)`` in order into partitions of about ``target_bytes`` each.
+
+    A file is never split; a file at least ``target_bytes`` large gets its own partition.
+    """
+    out: list[tuple[str, ...]] = []
+    current: list[str] = []
+    used = 0
+    for path, size in files:
+        if current and used + size > target_bytes:
+            out.append(tuple(current))
+            current, used = [], 0
+        current.append(path)
+        used += size
+    if current:
+        out.append(tuple(current))
+    return out
+
+
+def conform_batch(
+    batch: pa.RecordBatch,
+    target: pa.Schema,
+    partition_values: Mapping[str, str | None] | None = None,
+) -> pa.RecordBatch:
+    """The batch with exactly the ``target`` columns and types.
+
+    Columns are matched by name, then case-insensitively (the first match wins). A column
+    missing from the file takes its value from ``partition_values`` (the log's string, cast
+    to the column's type) when there is one, else nulls.
+    """
+    import pyarrow as pa
+
+    lowered: dict[str, int] = {}
+    for i, name in enumerate(batch.schema.names):
+        lowered.setdefault(name.lower(), i)
+    partitions = {k.lower(): v for k, v in (partition_values or {}).items()}
+    arrays = []
+    for field in target:
+        index = batch.schema.get_field_index(field.name)
+        if index < 0:
+            index = lowered.get(field.name.lower(), -1)
+        if index >= 0:
+            column = batch.column(index)
+            arrays.append(column if column.type.equals(field.type) else column.cast(field.type))
+        elif partitions.get(field.name.lower()) is not None:
+            value = partitions[field.name.lower()]
+            arrays.append(pa.array([value] * batch.num_rows, pa.string()).cast(field.type))
+        else:
+            arrays.append(pa.nulls(batch.num_rows, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+class ParquetFilesReader(DataSourceReader):
+    """Reads files of one table through the plugin's storage.
+
+    The reader is pickled to the executors before :meth:`partitions` runs, so it keeps
+    only small state; each partition carries the storage keys it reads.
+
+    Args:
+        root: the table location.
+        schema: the schema of the rows to return.
+        files: ``(storage key, size)`` of every file to read, in order.
+        partition_values: storage key -> the file's partition values (from the log).
+    """
+
+    def __init__(
+        self,
+        root: str,
+        schema: StructType,
+        files: Sequence[tuple[str, int]] = (),
+        partition_values: Mapping[str, Mapping[str, str | None]] | None = None,
+    ) -> None:
+        self.root = root
+        self.schema = schema
+        self.files = [(str(key), int(size)) for key, size in files]
+        self.partition_values = {k: dict(v) for k, v in (partition_values or {}).items() if v}
+
+    def selected(self) -> list[tuple[str, int]]:
+        """``(storage key, size)`` of every file the read opens (subclasses may plan them)."""
+        return self.files
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(group) for group in pack_partitions(self.selected())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from server_plugin.delta.storage import storage_for
+
+        keys = partition.value or ()
+        if not keys:
+            return
+        storage = storage_for(self.root)
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        wanted = {name.lower() for name in target.names}
+        for key in keys:
+            values = self.partition_values.get(key)
+            with storage.open_input(key) as source:
+                parquet = pq.ParquetFile(source)
+                columns = [n for n in parquet.schema_arrow.names if n.lower() in wanted]
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+                    yield conform_batch(batch, target, values)
