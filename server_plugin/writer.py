@@ -206,7 +206,9 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     if new_table:
         if plan.schema_string is None:
             raise InvalidOptionError("a write that creates a table needs a schema")
-        actions.extend(create_table_actions(plan.schema_string, dict(plan.configuration or {})))
+        actions.extend(
+            create_table_actions(plan.schema_string, dict(plan.configuration or {}))
+        )
     else:
         base = read_snapshot(storage, plan.read_version)
         if plan.configuration is not None or plan.schema_string is not None:
@@ -260,7 +262,9 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             )
         )
     changes_metadata = new_table or plan.configuration is not None or plan.schema_string is not None
-    blind = not changes_metadata and not removed and plan.mode == "append" and plan.data_change
+    blind = (
+        not changes_metadata and not removed and plan.mode == "append" and plan.data_change
+    )
     # An append or an optimize reads only the files it removes and the revision it indexes
     # with; when its metaData change only adds revisions, it commutes with concurrent
     # appends and is rebased over concurrent revisions (server_plugin.revision_rebase).
