@@ -9,13 +9,14 @@ package ``qbeast_connect.model``); the parent packages Python runs on the way ar
 counted as imports of their own.
 
 Every module must match a row of ``LAYER_RULES`` (the most specific row wins): a new
-module fails :func:`test_every_module_has_a_layer` until it is placed.
+module fails ``test_product_code_keeps_the_rule[every_module_has_a_layer]`` until it
+is placed.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -365,10 +366,6 @@ def oversized_files(tree: Tree, limit: int = MAX_LINES) -> list[str]:
     return out
 
 
-def _report(problems: list[str], what: str, fix: str) -> str:
-    return f"{len(problems)} {what} ({fix}):\n" + "\n".join(problems)
-
-
 # ---------------------------------------------------------------------------------------------
 # the product code
 # ---------------------------------------------------------------------------------------------
@@ -388,57 +385,61 @@ def test_the_scan_sees_the_product_code(tree: Tree) -> None:
     assert len(tree.modules) > 50 and len(tree.imports) > 300
 
 
-def test_every_module_has_a_layer(tree: Tree) -> None:
-    problems = unplaced_modules(tree)
-    assert not problems, _report(
-        problems, "module(s) match no layer rule", "add a row to LAYER_RULES in this test"
-    )
-
-
-def test_no_import_goes_to_a_higher_layer(tree: Tree) -> None:
-    problems = upward_imports(tree)
-    assert not problems, _report(
-        problems,
+#: (test id, check, what its findings are, how to fix them): one rule of issue #17 each.
+RULES: list[tuple[str, Callable[[Tree], list[str]], str, str]] = [
+    (
+        "every_module_has_a_layer",
+        unplaced_modules,
+        "module(s) match no layer rule",
+        "add a row to LAYER_RULES in tests/unit/test_layers.py",
+    ),
+    (
+        "no_import_goes_to_a_higher_layer",
+        upward_imports,
         "import(s) of a higher layer",
         "move the shared code down, or go through the layer that may import it",
-    )
-
-
-def test_no_import_cycles(tree: Tree) -> None:
-    problems = import_cycles(tree)
-    assert not problems, _report(
-        problems, "import cycle(s)", "cut one edge of each cycle; lazy imports count too"
-    )
-
-
-def test_core_never_imports_pyspark_or_boto3(tree: Tree) -> None:
-    problems = impure_core_imports(tree)
-    assert not problems, _report(
-        problems, "pyspark/boto3 import(s) in core", "move the Spark or S3 side to transport"
-    )
-
-
-def test_server_plugin_imports_no_private_name_of_qbeast_connect(tree: Tree) -> None:
-    problems = private_imports_by_plugin(tree)
-    assert not problems, _report(
-        problems, "private import(s) by the plugin", "make the name public in core, or keep a copy"
-    )
-
-
-def test_only_transport_imports_server_plugin(tree: Tree) -> None:
-    problems = server_plugin_importers(tree)
-    assert not problems, _report(
-        problems,
+    ),
+    (
+        "no_import_cycles",
+        import_cycles,
+        "import cycle(s)",
+        "cut one edge of each cycle; lazy imports count too",
+    ),
+    (
+        "core_never_imports_pyspark_or_boto3",
+        impure_core_imports,
+        "pyspark/boto3 import(s) in core",
+        "move the Spark or S3 side to transport or the plugin",
+    ),
+    (
+        "server_plugin_imports_no_private_name_of_qbeast_connect",
+        private_imports_by_plugin,
+        "private import(s) of qbeast_connect by the plugin",
+        "make the name public in a lower layer, or keep the plugin's own copy",
+    ),
+    (
+        "only_transport_imports_server_plugin",
+        server_plugin_importers,
         "server_plugin import(s) outside qbeast_connect.spark",
         "reach the plugin through a qbeast_connect.spark module",
-    )
+    ),
+    (
+        "no_product_file_over_800_lines",
+        oversized_files,
+        f"file(s) over {MAX_LINES} lines",
+        "split them into focused modules",
+    ),
+]
 
 
-def test_no_product_file_over_800_lines(tree: Tree) -> None:
-    problems = oversized_files(tree)
-    assert not problems, _report(
-        problems, f"file(s) over {MAX_LINES} lines", "split them into focused modules"
-    )
+@pytest.mark.parametrize(
+    ("check", "what", "fix"), [r[1:] for r in RULES], ids=[r[0] for r in RULES]
+)
+def test_product_code_keeps_the_rule(
+    tree: Tree, check: Callable[[Tree], list[str]], what: str, fix: str
+) -> None:
+    problems = check(tree)
+    assert not problems, f"{len(problems)} {what} ({fix}):\n" + "\n".join(problems)
 
 
 # ---------------------------------------------------------------------------------------------
