@@ -10,7 +10,7 @@ Classes that correspond to a built-in condition also inherit that built-in, so
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "CommitConflictError",
@@ -44,6 +44,15 @@ class QbeastError(Exception):
 
     code: ClassVar[str] = "QBEAST_ERROR"
 
+    def __init_subclass__(cls, code: str | None = None, **kwargs: Any) -> None:
+        """Give the subclass its code: ``class XError(QbeastError, code="QBEAST_X")``.
+
+        A subclass declared without ``code`` keeps its base class's code.
+        """
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+
     def __init__(self, message: str) -> None:
         self.message = message
         super().__init__(f"[{self.code}] {message}")
@@ -52,115 +61,79 @@ class QbeastError(Exception):
         return (type(self), (self.message,))
 
 
-class InvalidOptionError(QbeastError, ValueError):
+class InvalidOptionError(QbeastError, ValueError, code="QBEAST_INVALID_OPTION"):
     """An option or argument has a value that cannot be used."""
 
-    code = "QBEAST_INVALID_OPTION"
 
-
-class TableNotFoundError(QbeastError, FileNotFoundError):
+class TableNotFoundError(QbeastError, FileNotFoundError, code="QBEAST_TABLE_NOT_FOUND"):
     """The path holds no Delta table."""
 
-    code = "QBEAST_TABLE_NOT_FOUND"
 
-
-class TableAlreadyExistsError(QbeastError):
+class TableAlreadyExistsError(QbeastError, code="QBEAST_TABLE_EXISTS"):
     """A write in ``errorifexists`` mode found an existing table."""
 
-    code = "QBEAST_TABLE_EXISTS"
 
-
-class NotAQbeastTableError(QbeastError):
+class NotAQbeastTableError(QbeastError, code="QBEAST_NOT_A_QBEAST_TABLE"):
     """The path holds a Delta table without Qbeast metadata."""
 
-    code = "QBEAST_NOT_A_QBEAST_TABLE"
 
-
-class MetadataFormatError(QbeastError):
+class MetadataFormatError(QbeastError, code="QBEAST_METADATA_FORMAT"):
     """Table metadata (revision JSON, blocks tag, log action) cannot be decoded."""
 
-    code = "QBEAST_METADATA_FORMAT"
 
-
-class CorruptLogError(MetadataFormatError):
+class CorruptLogError(MetadataFormatError, code="QBEAST_CORRUPT_LOG"):
     """The Delta log is inconsistent: a missing version, an unreadable commit or checkpoint."""
 
-    code = "QBEAST_CORRUPT_LOG"
 
-
-class UnsupportedProtocolError(MetadataFormatError):
+class UnsupportedProtocolError(MetadataFormatError, code="QBEAST_UNSUPPORTED_PROTOCOL"):
     """The table needs a Delta protocol version or table feature we do not implement."""
 
-    code = "QBEAST_UNSUPPORTED_PROTOCOL"
 
-
-class RevisionConflictError(QbeastError):
+class RevisionConflictError(QbeastError, code="QBEAST_REVISION_CONFLICT"):
     """The write's indexing (columns, transformers) cannot be reconciled with the table's."""
 
-    code = "QBEAST_REVISION_CONFLICT"
 
-
-class SchemaMismatchError(QbeastError):
+class SchemaMismatchError(QbeastError, code="QBEAST_SCHEMA_MISMATCH"):
     """The data's schema differs from the table's and schema merging was not requested."""
 
-    code = "QBEAST_SCHEMA_MISMATCH"
 
-
-class CommitConflictError(QbeastError):
+class CommitConflictError(QbeastError, code="QBEAST_COMMIT_CONFLICT"):
     """A concurrent commit makes this transaction unsafe to retry."""
 
-    code = "QBEAST_COMMIT_CONFLICT"
 
-
-class CommitRetriesExhaustedError(CommitConflictError):
+class CommitRetriesExhaustedError(CommitConflictError, code="QBEAST_COMMIT_RETRIES_EXHAUSTED"):
     """Every retry of a commit lost the race for the next version."""
 
-    code = "QBEAST_COMMIT_RETRIES_EXHAUSTED"
 
-
-class PluginUnavailableError(QbeastError):
+class PluginUnavailableError(QbeastError, code="QBEAST_PLUGIN_UNAVAILABLE"):
     """The Spark Connect server cannot import the qbeast server plugin."""
 
-    code = "QBEAST_PLUGIN_UNAVAILABLE"
 
-
-class MissingDependencyError(QbeastError, ImportError):
+class MissingDependencyError(QbeastError, ImportError, code="QBEAST_MISSING_DEPENDENCY"):
     """An optional dependency is not installed; the message names the package or extra."""
 
-    code = "QBEAST_MISSING_DEPENDENCY"
 
-
-class JavaNotFoundError(QbeastError, RuntimeError):
+class JavaNotFoundError(QbeastError, RuntimeError, code="QBEAST_JAVA_NOT_FOUND"):
     """An embedded Spark Connect server was requested but no Java runtime is available."""
 
-    code = "QBEAST_JAVA_NOT_FOUND"
 
-
-class StorageError(QbeastError, OSError):
+class StorageError(QbeastError, OSError, code="QBEAST_STORAGE"):
     """A storage operation failed (other than a plain missing file)."""
 
-    code = "QBEAST_STORAGE"
 
-
-class UnsafePathError(QbeastError, ValueError):
+class UnsafePathError(QbeastError, ValueError, code="QBEAST_UNSAFE_PATH"):
     """A path escapes the table location or uses a scheme that is not allowed."""
 
-    code = "QBEAST_UNSAFE_PATH"
 
-
-class ServerUnavailableError(QbeastError, ConnectionError):
+class ServerUnavailableError(QbeastError, ConnectionError, code="QBEAST_SERVER_UNAVAILABLE"):
     """The Spark Connect server could not be reached, or went away during an operation."""
 
-    code = "QBEAST_SERVER_UNAVAILABLE"
 
-
-class UnsupportedInputError(QbeastError, ValueError):
+class UnsupportedInputError(QbeastError, ValueError, code="QBEAST_UNSUPPORTED_INPUT"):
     """The input (a value, a column name, a predicate) is valid Spark but cannot be handled."""
 
-    code = "QBEAST_UNSUPPORTED_INPUT"
 
-
-class InputChangedError(QbeastError):
+class InputChangedError(QbeastError, code="QBEAST_INPUT_CHANGED"):
     """The rows a write job read are not the rows its statistics were computed on.
 
     Raised by write tasks that meet a row outside the space of the revision planned from
@@ -168,8 +141,6 @@ class InputChangedError(QbeastError):
     ``current_timestamp()``) or its source changed during the write. ``write`` catches it
     and redoes the write once on a materialised copy of the input.
     """
-
-    code = "QBEAST_INPUT_CHANGED"
 
 
 def _all_subclasses(cls: type[QbeastError]) -> list[type[QbeastError]]:
@@ -204,15 +175,13 @@ def error_from_text(text: str) -> QbeastError | None:
     return cls(message)
 
 
-class UncoverableRangeError(QbeastError):
+class UncoverableRangeError(QbeastError, code="QBEAST_UNCOVERABLE_RANGE"):
     """No set of partitions of a fact's tables covers a time range.
 
     The message names the uncovered sub-ranges; ``uncovered`` holds them as
     ``TimeRange`` objects where the error was raised (it is not kept when the error is
     rebuilt from its text).
     """
-
-    code = "QBEAST_UNCOVERABLE_RANGE"
 
     def __init__(self, message: str, uncovered: tuple[object, ...] = ()) -> None:
         super().__init__(message)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from qbeast_connect.exceptions import NotAQbeastTableError
@@ -73,6 +73,22 @@ def _percentile(ordered: Sequence[int], p: float) -> int:
     return ordered[min(rank, n) - 1]
 
 
+def _json_fields(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields by name, in declaration order, as JSON-ready values.
+
+    Nested dataclasses become dicts the same way and tuples become lists.
+    """
+    return {f.name: _json_value(getattr(obj, f.name)) for f in fields(obj)}
+
+
+def _json_value(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return _json_fields(value)
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class SizeStats:
     """Summary of a set of integer sizes (the reference's ``SizeStats``).
@@ -108,16 +124,7 @@ class SizeStats:
 
     def to_dict(self) -> dict[str, int | None]:
         """Return the fields as a JSON-ready dict."""
-        return {
-            "count": self.count,
-            "avg": self.avg,
-            "stddev": self.stddev,
-            "min": self.min,
-            "q1": self.q1,
-            "median": self.median,
-            "q3": self.q3,
-            "max": self.max,
-        }
+        return _json_fields(self)
 
     def __str__(self) -> str:
         """Render like the reference: ``(count: 3, avg: 2, stddev: 1, quartiles: [1,2,2,3,3])``."""
@@ -183,17 +190,7 @@ class DenormalizedBlock:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a JSON-ready dict."""
-        return {
-            "cube_id": self.cube_id,
-            "is_leaf": self.is_leaf,
-            "file_path": self.file_path,
-            "revision_id": self.revision_id,
-            "file_size": self.file_size,
-            "file_modification_time": self.file_modification_time,
-            "min_weight": self.min_weight,
-            "max_weight": self.max_weight,
-            "element_count": self.element_count,
-        }
+        return _json_fields(self)
 
 
 def leaf_cubes(cubes: Iterable[CubeId]) -> frozenset[CubeId]:
@@ -302,15 +299,7 @@ class DepthStats:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a JSON-ready dict."""
-        return {
-            "depth": self.depth,
-            "cube_count": self.cube_count,
-            "block_count": self.block_count,
-            "avg_element_count": self.avg_element_count,
-            "element_count_stddev": self.element_count_stddev,
-            "element_count_quartiles": list(self.element_count_quartiles),
-            "avg_normalized_max_weight": self.avg_normalized_max_weight,
-        }
+        return _json_fields(self)
 
 
 _DEPTH_HEADERS = (
@@ -425,26 +414,11 @@ class IndexMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         """Return every metric as JSON-ready data (snake_case keys, lists, no text tables)."""
-        out: dict[str, Any] = {
-            "revision_id": self.revision_id,
-            "dimension_count": self.dimension_count,
-            "desired_cube_size": self.desired_cube_size,
-            "indexing_columns": self.indexing_columns,
-            "element_count": self.element_count,
-            "height": self.height,
-            "min_height": self.min_height,
-            "avg_fanout": self.avg_fanout,
-            "theoretical_fanout": self.theoretical_fanout,
-            "cube_count": self.cube_count,
-            "block_count": self.block_count,
-            "file_count": self.file_count,
-            "bytes": self.bytes,
-        }
-        for field, _ in _SIZE_STATS_FIELDS:
-            stats: SizeStats = getattr(self, field)
-            out[field] = stats.to_dict()
-        out["inner_cube_stats"] = [s.to_dict() for s in self.inner_cube_stats]
-        out["leaf_cube_stats"] = [s.to_dict() for s in self.leaf_cube_stats]
+        out: dict[str, Any] = {}
+        for name, value in _json_fields(self).items():
+            out[name] = value
+            if name == "avg_fanout":  # the derived fanout is listed next to the measured one
+                out["theoretical_fanout"] = self.theoretical_fanout
         return out
 
     def _repr_html_(self) -> str:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from qbeast_connect.exceptions import InvalidOptionError, MissingDependencyError
@@ -195,6 +197,31 @@ def _values(statuses: Mapping[CubeId, CubeStatus], color_by: str) -> dict[CubeId
     return {c: float(s.element_count) for c, s in statuses.items()}
 
 
+@dataclass(frozen=True)
+class _Drawing:
+    """What both pictures show: the cubes, the value each is coloured by, the selection."""
+
+    statuses: Mapping[CubeId, CubeStatus]
+    color_by: str
+    selected: set[CubeId] | None
+
+    @cached_property
+    def cubes(self) -> list[CubeId]:
+        return list(self.statuses)
+
+    @cached_property
+    def values(self) -> dict[CubeId, float]:
+        return _values(self.statuses, self.color_by)
+
+    def value_range(self) -> tuple[float, float, str]:
+        """``(lo, hi, label)`` of the colour scale: 0-1 for weights, else the values' span."""
+        if self.color_by == "max_weight":
+            return 0.0, 1.0, "normalized max weight"
+        values = self.values.values()
+        lo, hi = min(values), max(values)
+        return lo, (hi if hi > lo else lo + 1.0), "element count (rows)"
+
+
 def _layout(cubes: list[CubeId]) -> tuple[dict[CubeId, float], dict[CubeId, CubeId]]:
     """Tidy-tree x positions and each cube's nearest present ancestor.
 
@@ -225,20 +252,12 @@ def _layout(cubes: list[CubeId]) -> tuple[dict[CubeId, float], dict[CubeId, Cube
     return x, parent_of
 
 
-def _draw_tree(
-    fig: Figure,
-    ax: Axes,
-    mpl: Any,
-    statuses: Mapping[CubeId, CubeStatus],
-    values: Mapping[CubeId, float],
-    selected: set[CubeId] | None,
-    color_by: str,
-) -> None:
+def _draw_tree(fig: Figure, ax: Axes, mpl: Any, drawing: _Drawing) -> None:
     from matplotlib.collections import LineCollection
     from matplotlib.colors import Normalize
     from matplotlib.lines import Line2D
 
-    cubes = list(statuses)
+    cubes, values, selected = drawing.cubes, drawing.values, drawing.selected
     x, parent_of = _layout(cubes)
     n = len(cubes)
     height = max(c.depth for c in cubes) + 1
@@ -258,14 +277,10 @@ def _draw_tree(
             LineCollection(selected_segments, colors=_HIGHLIGHT, linewidths=edge_width * 2)
         )
 
-    if color_by == "max_weight":
-        norm = Normalize(vmin=0.0, vmax=1.0)
-        label = "normalized max weight (leaves = 1.0)"
-    else:
-        lo = min(values.values())
-        hi = max(values.values())
-        norm = Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1.0)
-        label = "element count (rows)"
+    lo, hi, label = drawing.value_range()
+    norm = Normalize(vmin=lo, vmax=hi)
+    if drawing.color_by == "max_weight":
+        label += " (leaves = 1.0)"
     size = max(6.0, min(300.0, 12000.0 / n))
     is_selected = [selected is not None and c in selected for c in cubes]
     edge_colors = [_HIGHLIGHT if s else _PLAIN_EDGE for s in is_selected]
@@ -303,20 +318,14 @@ def _draw_tree(
                 marker="o",
                 linestyle="",
                 markerfacecolor="none",
-                markeredgecolor=_HIGHLIGHT,
-                markeredgewidth=2.0,
-                label=f"selected ({k})",
-            ),
-            Line2D(
-                [],
-                [],
-                marker="o",
-                linestyle="",
-                markerfacecolor="none",
-                markeredgecolor=_PLAIN_EDGE,
-                markeredgewidth=0.5,
-                label=f"not selected ({n - k})",
-            ),
+                markeredgecolor=color,
+                markeredgewidth=width,
+                label=text,
+            )
+            for color, width, text in (
+                (_HIGHLIGHT, 2.0, f"selected ({k})"),
+                (_PLAIN_EDGE, 0.5, f"not selected ({n - k})"),
+            )
         ]
         ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9)
 
@@ -329,18 +338,11 @@ def _draw_tree(
         ax.spines[side].set_visible(False)
 
 
-def _draw_histograms(
-    fig: Figure,
-    axes: Any,
-    statuses: Mapping[CubeId, CubeStatus],
-    values: Mapping[CubeId, float],
-    selected: set[CubeId] | None,
-    color_by: str,
-) -> None:
+def _draw_histograms(fig: Figure, axes: Any, drawing: _Drawing) -> None:
     import numpy as np
 
     ax_counts, ax_hist = axes
-    cubes = list(statuses)
+    cubes, values, selected = drawing.cubes, drawing.values, drawing.selected
     height = max(c.depth for c in cubes) + 1
     depths = np.arange(height)
     per_depth = np.bincount([c.depth for c in cubes], minlength=height)
@@ -368,14 +370,7 @@ def _draw_histograms(
 
     bins = 20
     vals = np.array([values[c] for c in cubes], dtype=float)
-    if color_by == "max_weight":
-        lo, hi = 0.0, 1.0
-        label = "normalized max weight"
-    else:
-        lo, hi = float(vals.min()), float(vals.max())
-        if hi <= lo:
-            hi = lo + 1.0
-        label = "element count (rows)"
+    lo, hi, label = drawing.value_range()
     grid, _, _ = np.histogram2d(
         np.array([c.depth for c in cubes], dtype=float),
         vals,
@@ -468,8 +463,7 @@ def plot_index(
         fig = figure_cls(figsize=(12.0, max(3.0, 0.45 * height + 2.0)), layout="constrained")
         canvas_cls(fig)
         axes = fig.subplots(1, 2)
-        values = _values(statuses, color_by)
-        _draw_histograms(fig, axes, statuses, values, selected, color_by)
+        _draw_histograms(fig, axes, _Drawing(statuses, color_by, selected))
         title += f" (more than {max_nodes} cubes: per-depth histograms)"
     else:
         slots = len(leaf_cubes(statuses))
@@ -477,7 +471,7 @@ def plot_index(
         fig = figure_cls(figsize=(width, max(3.0, 1.1 * height + 1.5)), layout="constrained")
         canvas_cls(fig)
         ax = fig.add_subplot()
-        _draw_tree(fig, ax, mpl, statuses, _values(statuses, color_by), selected, color_by)
+        _draw_tree(fig, ax, mpl, _Drawing(statuses, color_by, selected))
     fig.suptitle(title, fontsize=11)
     if target is not None:
         fig.savefig(target, format="png", dpi=100)

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.index.layout import FileLayout
+from qbeast_connect.plan_codec import plan_to_json, reading_plan
 
 #: Name of the helper column carrying the row weight (Spark ``hash`` of the indexed columns).
 WEIGHT_COLUMN = "_qbeastWeight"
@@ -89,7 +89,7 @@ class WritePlan:
             "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
             "hooks": dict(self.hooks),
         }
-        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+        return plan_to_json(data)
 
     @classmethod
     def from_json(cls, text: str) -> WritePlan:
@@ -98,7 +98,7 @@ class WritePlan:
         Raises:
             InvalidOptionError: the text is not a write plan.
         """
-        try:
+        with reading_plan("write plan"):
             data = json.loads(text)
             return cls(
                 table_path=str(data["tablePath"]),
@@ -119,8 +119,6 @@ class WritePlan:
                 commit_tags=data["commitTags"],
                 hooks={str(k): str(v) for k, v in data.get("hooks", {}).items()},
             )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise InvalidOptionError(f"malformed write plan: {exc}") from exc
 
 
 @dataclass(frozen=True)

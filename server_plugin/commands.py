@@ -20,7 +20,6 @@ from qbeast_connect.exceptions import (
     InvalidOptionError,
     NotAQbeastTableError,
     QbeastError,
-    TableAlreadyExistsError,
     TableNotFoundError,
 )
 from qbeast_connect.model.column_spec import parse_columns_to_index
@@ -29,7 +28,7 @@ from server_plugin.delta.actions import FrozenMap
 from server_plugin.delta.committer import add_file_for, commit, create_table_actions
 from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.file_stats import compute_safe_stats
-from server_plugin.delta.log_reader import latest_version, read_snapshot
+from server_plugin.delta.log_reader import DeltaSnapshot, latest_version, read_snapshot
 from server_plugin.delta.properties import DELETED_FILE_RETENTION, parse_interval_ms
 from server_plugin.delta.schema import arrow_schema_to_delta
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
@@ -96,24 +95,7 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         _check_columns(columns, snapshot.metadata.schema_string, path)
         config.update(_qbeast_configuration(command, columns))
         metadata = _replace_configuration(snapshot.metadata, config)
-        new_version = commit(
-            storage,
-            [metadata],
-            TransactionReadSet(
-                read_version=version,
-                read_whole_table=False,
-                read_files=frozenset(),
-                removed_files=frozenset(),
-                app_ids=frozenset(),
-                changes_metadata=True,
-                changes_protocol=False,
-                is_blind_append=False,
-                data_change_only_false=False,
-            ),
-            operation="CONVERT TO QBEAST",
-            operation_parameters={"columnsToIndex": command["columnsToIndex"]},
-            snapshot=snapshot,
-        )
+        new_version = _commit_conversion(storage, command, [metadata], version, snapshot)
         yield ("result", json.dumps({"version": new_version, "converted": True}))
         return
     if source == "delta":
@@ -152,27 +134,41 @@ def convert_to_qbeast(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         *create_table_actions(schema_string, _qbeast_configuration(command, columns)),
         *adds,
     ]
-    try:
-        new_version = commit(
-            storage,
-            actions,
-            TransactionReadSet(
-                read_version=-1,
-                read_whole_table=True,
-                read_files=frozenset(),
-                removed_files=frozenset(),
-                app_ids=frozenset(),
-                changes_metadata=True,
-                changes_protocol=True,
-                is_blind_append=False,
-                data_change_only_false=False,
-            ),
-            operation="CONVERT TO QBEAST",
-            operation_parameters={"columnsToIndex": command["columnsToIndex"]},
-        )
-    except TableAlreadyExistsError:  # pragma: no cover - committer raises conflicts instead
-        raise
+    new_version = _commit_conversion(storage, command, actions, -1, None)
     yield ("result", json.dumps({"version": new_version, "converted": True, "files": len(adds)}))
+
+
+def _commit_conversion(
+    storage: Storage,
+    command: Mapping[str, Any],
+    actions: list[Any],
+    read_version: int,
+    snapshot: DeltaSnapshot | None,
+) -> int:
+    """Commit a conversion; ``read_version`` -1 creates the table (a parquet directory).
+
+    Converting a Delta table changes only its metadata; a parquet directory becomes a new
+    table whose protocol and files are all written by this commit.
+    """
+    new_table = read_version < 0
+    return commit(
+        storage,
+        actions,
+        TransactionReadSet(
+            read_version=read_version,
+            read_whole_table=new_table,
+            read_files=frozenset(),
+            removed_files=frozenset(),
+            app_ids=frozenset(),
+            changes_metadata=True,
+            changes_protocol=new_table,
+            is_blind_append=False,
+            data_change_only_false=False,
+        ),
+        operation="CONVERT TO QBEAST",
+        operation_parameters={"columnsToIndex": command["columnsToIndex"]},
+        snapshot=snapshot,
+    )
 
 
 def _read_parquet(storage: Storage, name: str, path: str) -> pa.Table:
@@ -240,9 +236,7 @@ def vacuum(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     now = int(time.time() * 1000)
     cutoff = now - retention_ms
     keep = set(snapshot.files)
-    keep |= {
-        p for p, r in snapshot.tombstones.items() if (r.deletion_timestamp or 0) >= cutoff
-    }
+    keep |= {p for p, r in snapshot.tombstones.items() if (r.deletion_timestamp or 0) >= cutoff}
     deleted: list[str] = []
     for info in _candidate_files(storage):
         if info.name in keep or info.mtime_ms >= cutoff:
@@ -251,8 +245,10 @@ def vacuum(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     if not command.get("dryRun"):
         for name in deleted:
             storage.delete(name)
-    yield ("result", json.dumps({"version": version, "dryRun": bool(command.get("dryRun")),
-                                 "files": deleted}))
+    yield (
+        "result",
+        json.dumps({"version": version, "dryRun": bool(command.get("dryRun")), "files": deleted}),
+    )
 
 
 def _candidate_files(storage: Storage) -> Iterator[Any]:

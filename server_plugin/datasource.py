@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -73,15 +73,23 @@ class _SnapshotReader(DataSourceReader):
             raise InvalidOptionError(f"unknown 'what' option {what!r}: use snapshot or history")
 
 
-class QbeastSnapshotSource(DataSource):
-    """Reads a table's log state as ``(kind, payload)`` rows (plugin-internal format)."""
+class _RowSource(DataSource):
+    """A plugin-internal reader whose rows are ``(kind, payload)`` strings."""
+
+    format_name: ClassVar[str]
 
     @classmethod
     def name(cls) -> str:
-        return "qbeast_snapshot"
+        return cls.format_name
 
     def schema(self) -> str:
         return "kind string, payload string"
+
+
+class QbeastSnapshotSource(_RowSource):
+    """Reads a table's log state as ``(kind, payload)`` rows (plugin-internal format)."""
+
+    format_name = "qbeast_snapshot"
 
     def reader(self, schema: StructType) -> DataSourceReader:
         workdir = None
@@ -103,15 +111,10 @@ class _CommandReader(DataSourceReader):
         yield from run_command(json.loads(_require(self.options, "command")))
 
 
-class QbeastCommandSource(DataSource):
+class QbeastCommandSource(_RowSource):
     """Runs one table command (convert, vacuum) in the server (plugin-internal format)."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "qbeast_command"
-
-    def schema(self) -> str:
-        return "kind string, payload string"
+    format_name = "qbeast_command"
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return _CommandReader(self.options)

@@ -14,7 +14,6 @@ The plan comes from :mod:`qbeast_connect.timeline.writer`
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
@@ -48,9 +47,14 @@ from qbeast_connect.timeline.timeline import (
     write_timelines,
 )
 from qbeast_connect.timeline.update_period import UpdatePeriod
+from server_plugin.data_files import (
+    arrow_batches,
+    delete_files,
+    deleted_unless_committed,
+    task_files,
+)
 from server_plugin.delta.actions import AddFile, FrozenMap, RemoveFile
 from server_plugin.delta.committer import (
-    CommitOutcomeUnknownError,
     commit,
     create_table_actions,
 )
@@ -61,7 +65,6 @@ from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.delta.uris import encode_path, normalize_path
 from server_plugin.parquet_statistics import parquet_write_options
-from server_plugin.writer import _arrow_batches
 
 __all__ = [
     "PartitionFile",
@@ -189,14 +192,14 @@ class _TaskFiles:
 def write_timeline_task(plan: TimelineWritePlan, iterator: Iterator[Any]) -> TimelineTaskMessage:
     """Write the rows of one Spark task, one file per partition value; return the files."""
     storage = storage_for(plan.table_path)
-    batches = _arrow_batches(iterator)
+    batches = arrow_batches(iterator)
     if plan.operation != "write":
         if any(batch.num_rows for batch in batches):
             raise InvalidOptionError(f"a timeline {plan.operation} takes no rows")
         return TimelineTaskMessage(files=())
     assert plan.period is not None
     files = _TaskFiles(storage, plan.column, UpdatePeriod.from_name(plan.period))
-    try:
+    with deleted_unless_committed(storage, files.written):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -229,20 +232,13 @@ def write_timeline_task(plan: TimelineWritePlan, iterator: Iterator[Any]) -> Tim
                 rows = pa.array(order[start:end])
                 files.add(str(labels[int(sorted_codes[start])]), data.take(rows))
         return TimelineTaskMessage(files=files.finish())
-    except BaseException:
-        _delete_files(storage, [f.path for f in files.written])
-        raise
 
 
 # --------------------------------------------------------------------------- commit
 
 
 def _written(messages: Iterable[Any]) -> list[PartitionFile]:
-    out: list[PartitionFile] = []
-    for message in messages:
-        if isinstance(message, TimelineTaskMessage):
-            out.extend(message.files)
-    return out
+    return task_files(messages, TimelineTaskMessage)
 
 
 def _current_timelines(
@@ -397,7 +393,7 @@ def commit_timeline_write(
         is_blind_append=blind,
     )
     operation, parameters = _commit_operation(plan)
-    try:
+    with deleted_unless_committed(storage, files):
         return commit(
             storage,
             actions,
@@ -410,11 +406,6 @@ def commit_timeline_write(
             # counted by the tasks: files holding NaN or infinities have no stats
             num_output_rows=sum(f.num_records for f in files),
         )
-    except CommitOutcomeUnknownError:
-        raise  # the commit may have landed: its files must stay
-    except BaseException:
-        _delete_files(storage, [f.path for f in files])
-        raise
 
 
 def _commit_operation(plan: TimelineWritePlan) -> tuple[str, dict[str, Any]]:
@@ -430,13 +421,7 @@ def _commit_operation(plan: TimelineWritePlan) -> tuple[str, dict[str, Any]]:
 def abort_timeline_write(plan: TimelineWritePlan, messages: Sequence[Any]) -> None:
     """Delete the files written by the tasks of a failed write (never committed)."""
     storage = storage_for(plan.table_path)
-    _delete_files(storage, [f.path for f in _written(messages)])
-
-
-def _delete_files(storage: Storage, paths: Iterable[str]) -> None:
-    for path in paths:
-        with contextlib.suppress(OSError):
-            storage.delete(path)
+    delete_files(storage, [f.path for f in _written(messages)])
 
 
 # ---------------------------------------------------------------------- data source

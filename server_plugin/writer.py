@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 import uuid
@@ -18,9 +17,14 @@ from qbeast_connect.model.block import Block, encode_blocks
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
+from server_plugin.data_files import (
+    arrow_batches,
+    delete_files,
+    deleted_unless_committed,
+    task_files,
+)
 from server_plugin.delta.actions import AddFile, FrozenMap, Metadata, RemoveFile, Txn
 from server_plugin.delta.committer import (
-    CommitOutcomeUnknownError,
     commit,
     create_table_actions,
 )
@@ -40,16 +44,6 @@ FLUSH_ROWS = 4_000_000
 FLUSH_BYTES = 512 << 20
 #: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
-
-
-def _arrow_batches(iterator: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-    for item in iterator:
-        if isinstance(item, pa.RecordBatch):
-            yield item
-        elif isinstance(item, pa.Table):
-            yield from item.to_batches()
-        else:  # pragma: no cover - Spark always sends Arrow to an Arrow writer
-            raise InvalidOptionError(f"unexpected batch type {type(item).__name__}")
 
 
 class _TaskBuffer:
@@ -184,14 +178,11 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
     If the task fails, the files it already wrote are deleted before the error propagates.
     """
     buffer = _TaskBuffer(plan, storage_for(plan.table_path))
-    try:
-        for batch in _arrow_batches(iterator):
+    with deleted_unless_committed(buffer.storage, buffer.written):
+        for batch in arrow_batches(iterator):
             if batch.num_rows:
                 buffer.add(batch)
         buffer.flush()
-    except BaseException:
-        _delete_files(buffer.storage, [f.path for f in buffer.written])
-        raise
     return WriteTaskMessage(files=tuple(buffer.written))
 
 
@@ -200,11 +191,7 @@ def _data_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def _written_files(messages: Iterable[Any]) -> list[WrittenFile]:
-    out: list[WrittenFile] = []
-    for message in messages:
-        if isinstance(message, WriteTaskMessage):
-            out.extend(message.files)
-    return out
+    return task_files(messages, WriteTaskMessage)
 
 
 def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
@@ -311,7 +298,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     if tags:
         extra["tags"] = tags
     crash_point("after_files")
-    try:
+    with deleted_unless_committed(storage, files):
         version = commit(
             storage,
             actions,
@@ -326,11 +313,6 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             # counted by the tasks: files holding NaN or infinities have no stats
             num_output_rows=sum(f.num_records for f in files),
         )
-    except CommitOutcomeUnknownError:
-        raise  # the commit may have landed: its files must stay
-    except BaseException:
-        _delete_files(storage, [f.path for f in files])
-        raise
     crash_point("after_commit")
     return version
 
@@ -339,14 +321,8 @@ def abort_write(plan: WritePlan, messages: Sequence[Any], *, remove_dirs: bool =
     """Delete the files written by tasks of a failed write (they were never committed),
     and with ``remove_dirs`` the empty directories it created (a failed first write)."""
     storage = storage_for(plan.table_path)
-    _delete_files(storage, [f.path for f in _written_files(messages)])
+    delete_files(storage, [f.path for f in _written_files(messages)])
     if remove_dirs:
         from server_plugin.locations import remove_created_dirs
 
         remove_created_dirs(storage)
-
-
-def _delete_files(storage: Storage, paths: Iterable[str]) -> None:
-    for path in paths:
-        with contextlib.suppress(OSError):
-            storage.delete(path)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.plan_codec import plan_to_json, reading_plan
 
 __all__ = ["TIMELINE_WRITE_FORMAT", "TimelineOperation", "TimelineWritePlan"]
 
@@ -84,7 +85,7 @@ class TimelineWritePlan:
             "rebuild": self.rebuild,
             "txnId": self.txn_id,
         }
-        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+        return plan_to_json(data)
 
     @classmethod
     def from_json(cls, text: str) -> TimelineWritePlan:
@@ -93,7 +94,7 @@ class TimelineWritePlan:
         Raises:
             InvalidOptionError: the text is not a timeline write plan.
         """
-        try:
+        with reading_plan("timeline write plan"):
             data = json.loads(text)
             return cls(
                 table_path=str(data["tablePath"]),
@@ -108,5 +109,3 @@ class TimelineWritePlan:
                 rebuild=bool(data["rebuild"]),
                 txn_id=str(data["txnId"]),
             )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise InvalidOptionError(f"malformed timeline write plan: {exc}") from exc

@@ -88,16 +88,10 @@ def _floor_div(value: datetime, origin: datetime, step: timedelta) -> int:
     return (value - origin) // step
 
 
-def _fmt_minute(t: datetime) -> str:
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}-{t.hour:02d}-{t.minute:02d}"
-
-
-def _fmt_hour(t: datetime) -> str:
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}-{t.hour:02d}"
-
-
-def _fmt_day(t: datetime) -> str:
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}"
+def _fmt_fields(t: datetime, count: int) -> str:
+    """The first ``count`` of year, month, day, hour and minute, zero-padded, joined by ``-``."""
+    fields = (f"{t.year:04d}", f"{t.month:02d}", f"{t.day:02d}", f"{t.hour:02d}", f"{t.minute:02d}")
+    return "-".join(fields[:count])
 
 
 def _fmt_week(t: datetime) -> str:
@@ -105,16 +99,8 @@ def _fmt_week(t: datetime) -> str:
     return f"{iso.year:04d}-W{iso.week:02d}"
 
 
-def _fmt_month(t: datetime) -> str:
-    return f"{t.year:04d}-{t.month:02d}"
-
-
 def _fmt_quarter(t: datetime) -> str:
     return f"{t.year:04d}-Q{(t.month - 1) // 3 + 1}"
-
-
-def _fmt_year(t: datetime) -> str:
-    return f"{t.year:04d}"
 
 
 def _utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
@@ -298,21 +284,7 @@ class UpdatePeriod(Enum):
 
     def format(self, when: datetime) -> str:
         """Canonical string of the partition containing ``when``."""
-        start = self.truncate(when)
-        name = self.value
-        if name == "minutely":
-            return _fmt_minute(start)
-        if name == "hourly":
-            return _fmt_hour(start)
-        if name == "daily":
-            return _fmt_day(start)
-        if name == "weekly":
-            return _fmt_week(start)
-        if name == "monthly":
-            return _fmt_month(start)
-        if name == "quarterly":
-            return _fmt_quarter(start)
-        return _fmt_year(start)
+        return _FORMAT[self](self.truncate(when))
 
     def format_ordinal(self, ordinal: int) -> str:
         """Canonical string of the partition numbered ``ordinal``."""
@@ -376,4 +348,14 @@ _START: dict[UpdatePeriod, Callable[[int], datetime]] = {
     UpdatePeriod.MONTHLY: _month_start,
     UpdatePeriod.QUARTERLY: _quarter_start,
     UpdatePeriod.YEARLY: lambda n: _utc(n, 1, 1),
+}
+
+_FORMAT: dict[UpdatePeriod, Callable[[datetime], str]] = {
+    UpdatePeriod.MINUTELY: lambda t: _fmt_fields(t, 5),
+    UpdatePeriod.HOURLY: lambda t: _fmt_fields(t, 4),
+    UpdatePeriod.DAILY: lambda t: _fmt_fields(t, 3),
+    UpdatePeriod.WEEKLY: _fmt_week,
+    UpdatePeriod.MONTHLY: lambda t: _fmt_fields(t, 2),
+    UpdatePeriod.QUARTERLY: _fmt_quarter,
+    UpdatePeriod.YEARLY: lambda t: _fmt_fields(t, 1),
 }

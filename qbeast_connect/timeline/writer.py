@@ -21,6 +21,7 @@ from qbeast_connect.exceptions import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
@@ -73,10 +74,6 @@ class TimelineWriteResult:
     skipped: bool = False
     num_files: int = 0
     num_rows: int = 0
-
-
-def _quote(column: str) -> str:
-    return f"`{column.replace('`', '``')}`"
 
 
 def canonical_partition_sql(column_sql: str, data_type: DataType, period: UpdatePeriod) -> str:
@@ -269,7 +266,7 @@ def write_partitioned(
     schema = df.schema
     column = _resolve_column([f.name for f in schema.fields], partitionColumn)
     data_type = next(f.dataType for f in schema.fields if f.name == column)
-    expression = canonical_partition_sql(_quote(column), data_type, period)
+    expression = canonical_partition_sql(quote_identifier(column), data_type, period)
     converted = df.withColumn(column, F.expr(expression))
     state = load_table_state(spark, path)
     schema_string: str | None = None
