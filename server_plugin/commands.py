@@ -28,9 +28,10 @@ from server_plugin.delta.actions import FrozenMap
 from server_plugin.delta.committer import add_file_for, commit, create_table_actions
 from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.file_stats import compute_safe_stats
-from server_plugin.delta.log_reader import DeltaSnapshot, latest_version, read_snapshot
+from server_plugin.delta.log_reader import latest_version, read_snapshot
 from server_plugin.delta.properties import DELETED_FILE_RETENTION, parse_interval_ms
 from server_plugin.delta.schema import arrow_schema_to_delta
+from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 
 LAST_REVISION_KEY = "qbeast.lastRevisionID"

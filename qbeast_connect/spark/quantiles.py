@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.spark.errors import translate_errors
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def computeQuantilesForColumn(  # noqa: N802 - PySpark-style camelCase API
             f"computeQuantilesForColumn: no column {columnName!r}; columns: {sorted(fields)}"
         )
     type_name = fields[columnName].dataType.typeName()
-    col = F.col(f"`{columnName.replace('`', '``')}`")
+    col = F.col(quote_identifier(columnName))
     with translate_errors():
         if type_name in _NUMERIC or type_name == "decimal":
             v = F.col("v")

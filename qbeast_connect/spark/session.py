@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import PluginUnavailableError, QbeastError
 from qbeast_connect.spark.errors import translate_errors
-
-# the format names stay importable from here (formats.py is their home)
-from qbeast_connect.spark.formats import COMMAND_FORMAT as COMMAND_FORMAT
-from qbeast_connect.spark.formats import QBEAST_FORMAT as QBEAST_FORMAT
 from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
-from qbeast_connect.spark.formats import WRITE_FORMAT as WRITE_FORMAT
 from qbeast_connect.spark.server import LocalConnectServer
 
 if TYPE_CHECKING:

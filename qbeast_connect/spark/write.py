@@ -57,10 +57,11 @@ from qbeast_connect.rules.columns import (
 )
 from qbeast_connect.rules.schema import append_schema, column_types, nullable_schema_json
 from qbeast_connect.rules.table_config import LAST_REVISION_KEY, write_configuration
+from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.formats import WRITE_FORMAT
 from qbeast_connect.spark.location import table_location
-from qbeast_connect.spark.session import WRITE_FORMAT
-from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.spark.write_input import (
     committed_txn_version,
     freeze,
@@ -566,25 +567,23 @@ class _Writer:
         new_revision: bool,
         revision_id: int | None,
     ) -> WriteResult:
-        for entry in load_history(self.spark, self.path, limit=20):
-            if entry.get("txnId") == txn_id:
-                metrics = entry.get("operationMetrics") or {}
-                version = int(entry["version"])
-                if revision is not None:
-                    revision_id = revision.revision_id
-                    if new_revision and entry.get("readVersion", version - 1) != version - 1:
-                        # the commit was rebased over concurrent commits: the server may have
-                        # renumbered the new revision after theirs
-                        state = load_table_state(self.spark, self.path, version=version)
-                        revision_id = int(state.configuration[LAST_REVISION_KEY])
-                return WriteResult(
-                    path=self.path,
-                    version=version,
-                    revision_id=revision_id,
-                    new_revision=new_revision,
-                    num_files=int(metrics.get("numFiles", 0)),
-                    num_rows=int(metrics.get("numOutputRows", 0)),
-                )
+        commit = find_commit(self.spark, self.path, txn_id)
+        if commit is not None:
+            if revision is not None:
+                revision_id = revision.revision_id
+                if new_revision and commit.rebased:
+                    # the commit was rebased over concurrent commits: the server may have
+                    # renumbered the new revision after theirs
+                    state = load_table_state(self.spark, self.path, version=commit.version)
+                    revision_id = int(state.configuration[LAST_REVISION_KEY])
+            return WriteResult(
+                path=self.path,
+                version=commit.version,
+                revision_id=revision_id,
+                new_revision=new_revision,
+                num_files=commit.num_files,
+                num_rows=commit.num_rows,
+            )
         return WriteResult(
             path=self.path,
             version=None,

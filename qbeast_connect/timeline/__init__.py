@@ -13,15 +13,19 @@
   plans the coarsest covering partitions, ``read(start, end)`` reads them.
 
 The modules ``update_period``, ``partition``, ``timeline``, ``cover`` and ``plan`` are
-pure (standard library only); ``writer`` and ``fact`` talk to Spark and import pyspark
-only when called.
+pure (standard library only) and belong to the core layer; ``writer`` and ``fact`` talk to
+Spark and belong to the API layer. This package is the user's namespace, so it sits in the
+API layer too, but it loads ``writer`` and ``fact`` only when one of their names is first
+used: importing a core timeline module (as the server plugin does) never pulls in the client
+transport.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from qbeast_connect.exceptions import UncoverableRangeError
 from qbeast_connect.timeline.cover import CoverPlan, TimelineOracle, cover, plan_cover
-from qbeast_connect.timeline.fact import Fact
 from qbeast_connect.timeline.partition import TimePartition, TimeRange
 from qbeast_connect.timeline.timeline import (
     DEFAULT_IMPL,
@@ -31,14 +35,40 @@ from qbeast_connect.timeline.timeline import (
     StoreAllTimeline,
 )
 from qbeast_connect.timeline.update_period import UpdatePeriod
-from qbeast_connect.timeline.writer import (
-    TimelineWriteResult,
-    drop_partition,
-    load_timelines,
-    rebuild_timelines,
-    set_timeline_impl,
-    write_partitioned,
-)
+
+if TYPE_CHECKING:
+    from qbeast_connect.timeline.fact import Fact
+    from qbeast_connect.timeline.writer import (
+        TimelineWriteResult,
+        drop_partition,
+        load_timelines,
+        rebuild_timelines,
+        set_timeline_impl,
+        write_partitioned,
+    )
+
+#: Names of the API modules, loaded on first use (see the module docstring).
+_LAZY = {
+    "Fact": "fact",
+    "TimelineWriteResult": "writer",
+    "drop_partition": "writer",
+    "load_timelines": "writer",
+    "rebuild_timelines": "writer",
+    "set_timeline_impl": "writer",
+    "write_partitioned": "writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_IMPL",

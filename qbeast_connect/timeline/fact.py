@@ -18,6 +18,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.spark.files import read_table_files
 from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.timeline.cover import CoverPlan, TimelineOracle, plan_cover
@@ -231,7 +232,7 @@ class Fact:
                 ],
                 partitioned=True,
             )
-            frame = frame.select(*[f"`{n.replace('`', '``')}`" for n in schema.fieldNames()])
+            frame = frame.select(*[quote_identifier(n) for n in schema.fieldNames()])
             frames.append(frame)
         if not frames:
             assert first_schema is not None

@@ -22,9 +22,11 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.schema import nullable_schema_json
+from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.location import table_location
-from qbeast_connect.spark.snapshot import TableState, load_history, load_table_state
+from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.timeline.partition import TimePartition
 from qbeast_connect.timeline.plan import (
     TIMELINE_WRITE_FORMAT,
@@ -121,21 +123,6 @@ def canonical_partition_sql(column_sql: str, data_type: DataType, period: Update
     return f"date_format({utc}, 'yyyy')"
 
 
-def _nullable_schema_json(schema: Any) -> str:
-    def relax(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: relax(v) for k, v in node.items()}
-            for key in ("nullable", "containsNull", "valueContainsNull"):
-                if key in out:
-                    out[key] = True
-            return out
-        if isinstance(node, list):
-            return [relax(v) for v in node]
-        return node
-
-    return json.dumps(relax(json.loads(schema.json())), separators=(",", ":"))
-
-
 def _resolve_column(names: list[str], column: str) -> str:
     if column in names:
         return column
@@ -195,15 +182,14 @@ def _check_append_schema(state: TableState, schema: Any, path: str) -> None:
 def _run(spark: SparkSession, df: DataFrame, plan: TimelineWritePlan) -> TimelineWriteResult:
     with translate_errors():
         df.write.format(TIMELINE_WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
-    for entry in load_history(spark, plan.table_path, limit=20):
-        if entry.get("txnId") == plan.txn_id:
-            metrics = entry.get("operationMetrics") or {}
-            return TimelineWriteResult(
-                path=plan.table_path,
-                version=int(entry["version"]),
-                num_files=int(metrics.get("numFiles", 0)),
-                num_rows=int(metrics.get("numOutputRows", 0)),
-            )
+    commit = find_commit(spark, plan.table_path, plan.txn_id)
+    if commit is not None:
+        return TimelineWriteResult(
+            path=plan.table_path,
+            version=commit.version,
+            num_files=commit.num_files,
+            num_rows=commit.num_rows,
+        )
     return TimelineWriteResult(path=plan.table_path, version=None)
 
 
@@ -280,11 +266,11 @@ def write_partitioned(
             return TimelineWriteResult(path=path, version=None, skipped=True)
         _partition_column(state, column)
         if mode_key == "overwrite":
-            schema_string = _nullable_schema_json(converted.schema)
+            schema_string = nullable_schema_json(converted.schema.json())
         else:
             _check_append_schema(state, converted.schema, path)
     else:
-        schema_string = _nullable_schema_json(converted.schema)
+        schema_string = nullable_schema_json(converted.schema.json())
     plan = TimelineWritePlan(
         table_path=path,
         operation="write",

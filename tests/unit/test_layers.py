@@ -47,7 +47,6 @@ LAYER_RULES: dict[str, int] = {
     "qbeast_connect.model.*": CORE,
     "qbeast_connect.index.*": CORE,
     "qbeast_connect.planning.*": CORE,
-    "qbeast_connect.timeline": CORE,
     "qbeast_connect.timeline.update_period.*": CORE,
     "qbeast_connect.timeline.partition.*": CORE,
     "qbeast_connect.timeline.timeline.*": CORE,
@@ -63,9 +62,11 @@ LAYER_RULES: dict[str, int] = {
     "qbeast_connect.progress.*": TRANSPORT,
     # 5. API
     "qbeast_connect": API,
+    "qbeast_connect.timeline": API,
     "qbeast_connect.table.*": API,
     "qbeast_connect.metrics.*": API,
     "qbeast_connect.viz.*": API,
+    "qbeast_connect.writer_api.*": API,
     "qbeast_connect.timeline.fact.*": API,
     "qbeast_connect.timeline.writer.*": API,
     # 6. apps
@@ -572,7 +573,7 @@ def test_checker_finds_each_planted_violation(tmp_path: Path) -> None:
 
 def test_most_specific_layer_rule_wins() -> None:
     assert layer_of("qbeast_connect") == API
-    assert layer_of("qbeast_connect.timeline") == CORE
+    assert layer_of("qbeast_connect.timeline") == API  # the user namespace; loads fact lazily
     assert layer_of("qbeast_connect.timeline.fact") == API
     assert layer_of("qbeast_connect.timeline.cover") == CORE
     assert layer_of("qbeast_connect.timeline.brand_new") is None
