@@ -68,6 +68,8 @@ class _SnapshotReader(DataSourceReader):
                 path,
                 version=_whole_number(version, "versionAsOf"),
                 timestamp_ms=_whole_number(timestamp, "timestampAsOf"),
+                since=self.options.get("since") or None,
+                use_cache=self.options.get("cache", "true") != "false",
             )
         else:
             raise InvalidOptionError(f"unknown 'what' option {what!r}: use snapshot or history")

@@ -1,14 +1,26 @@
-"""Fetch a table's log state from the server plugin (one small Spark query)."""
+"""Fetch a table's log state from the server plugin (one small Spark query).
+
+The latest state of each (session, table location) is kept in a small client cache. The
+snapshot query always runs (so a commit by anyone is seen at once), but it names the state
+the client holds: the plugin answers with only what changed since that state, or with the
+full state when it does not hold it (see ``server_plugin/snapshot_rows.py``).
+"""
 
 from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+from qbeast_connect.exceptions import (
+    InvalidOptionError,
+    PluginUnavailableError,
+    TableNotFoundError,
+)
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
@@ -38,6 +50,9 @@ class TableState:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     adds: tuple[Mapping[str, Any], ...] = ()
     txns: Mapping[str, int] = field(default_factory=dict)
+    _qbeast: list[QbeastSnapshot] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     @property
     def exists(self) -> bool:
@@ -56,8 +71,15 @@ class TableState:
         return None if value is None else str(value)
 
     def qbeast(self) -> QbeastSnapshot:
-        """The qbeast view of this state (revisions, index files, cube statuses)."""
-        return QbeastSnapshot.from_delta(self.configuration, self.adds, self.version)
+        """The qbeast view of this state (revisions, index files, cube statuses).
+
+        Built once per state and then shared (a ``QbeastSnapshot`` is immutable).
+        """
+        if not self._qbeast:
+            self._qbeast.append(
+                QbeastSnapshot.from_delta(self.configuration, self.adds, self.version)
+            )
+        return self._qbeast[0]
 
 
 def check_version_argument(
@@ -108,27 +130,132 @@ def load_table_state(
         reader = reader.option("versionAsOf", str(version))
     if timestamp_ms is not None:
         reader = reader.option("timestampAsOf", str(timestamp_ms))
+    latest = version is None and timestamp_ms is None
+    key = (getattr(spark, "session_id", None) or id(spark), path)
+    base = _cached(key) if latest and CACHE_ENABLED else None
+    if base is not None:
+        reader = reader.option("since", base.token)
+    if not CACHE_ENABLED:
+        reader = reader.option("cache", "false")
     with translate_errors():
         rows = reader.load().collect()
+    state, token = _decode(path, ((r[0], r[1]) for r in rows), base)
+    if not state.exists and not latest:
+        raise TableNotFoundError(f"no Delta table at {path}")
+    if latest and CACHE_ENABLED:
+        _store(key, None if token is None else _Cached(token, state))
+    return state
+
+
+CACHE_ENABLED = True
+"""Whether snapshot reads use the client and server caches (benchmarks turn it off)."""
+
+_MAX_CACHED = 32
+_lock = threading.Lock()
+_states: OrderedDict[tuple[Any, str], _Cached] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class _Cached:
+    token: str
+    state: TableState
+
+
+def _cached(key: tuple[Any, str]) -> _Cached | None:
+    with _lock:
+        found = _states.get(key)
+        if found is not None:
+            _states.move_to_end(key)
+        return found
+
+
+def _store(key: tuple[Any, str], entry: _Cached | None) -> None:
+    with _lock:
+        if entry is None:
+            _states.pop(key, None)
+            return
+        _states[key] = entry
+        _states.move_to_end(key)
+        while len(_states) > _MAX_CACHED:
+            _states.popitem(last=False)
+
+
+def clear_state_cache() -> None:
+    """Forget every cached table state (the next read of each table gets a full state)."""
+    with _lock:
+        _states.clear()
+
+
+def decode_state_rows(path: str, rows: Iterable[tuple[str, str]]) -> TableState:
+    """Decode the ``(kind, payload)`` rows of a full snapshot answer into a state."""
+    return _decode(path, rows, None)[0]
+
+
+def _decode(
+    path: str, rows: Iterable[tuple[str, str]], base: _Cached | None
+) -> tuple[TableState, str | None]:
+    """The state the rows describe, and the server's token for it (None without one).
+
+    When the rows are a difference to ``base`` (a ``delta`` row naming its token), they
+    are applied to ``base``'s state; otherwise they are the full state.
+    """
     kinds: dict[str, list[str]] = {}
-    for row in rows:
-        kinds.setdefault(row["kind"], []).append(row["payload"])
+    for kind, payload in rows:
+        kinds.setdefault(kind, []).append(payload)
     if "absent" in kinds:
-        if version is not None or timestamp_ms is not None:
-            raise TableNotFoundError(f"no Delta table at {path}")
-        return TableState(path=path, version=-1)
+        return TableState(path=path, version=-1), None
+    token = kinds["token"][0] if "token" in kinds else None
     txns: dict[str, int] = {}
     for payload in kinds.get("txn", []):
         txn = json.loads(payload)["txn"]
         txns[str(txn["appId"])] = int(txn["version"])
-    return TableState(
+    new_adds = _decode_adds(kinds.get("add", []))
+    delta = kinds.get("delta")
+    if delta is not None:
+        if base is None or delta[0] != base.token:
+            raise PluginUnavailableError(
+                f"the server plugin answered the snapshot of {path} with a difference to a "
+                "state this client does not hold; install the same qbeast-connect version "
+                "on the client and in the server plugin"
+            )
+        old = base.state
+        removed = set(kinds.get("remove", []))
+        adds = {a["path"]: a for a in old.adds if a["path"] not in removed}
+        for add in new_adds:
+            adds[add["path"]] = add
+        protocol = _single(kinds, "protocol") or old.protocol
+        metadata = _single(kinds, "metaData") or old.metadata
+        return (
+            TableState(
+                path, int(kinds["version"][0]), protocol, metadata, tuple(adds.values()), txns
+            ),
+            token,
+        )
+    state = TableState(
         path=path,
         version=int(kinds["version"][0]),
-        protocol=json.loads(kinds["protocol"][0])["protocol"],
-        metadata=json.loads(kinds["metaData"][0])["metaData"],
-        adds=tuple(json.loads(p)["add"] for p in kinds.get("add", [])),
+        protocol=_single(kinds, "protocol") or {},
+        metadata=_single(kinds, "metaData") or {},
+        adds=tuple(new_adds),
         txns=txns,
     )
+    return state, token
+
+
+def _single(kinds: Mapping[str, list[str]], kind: str) -> dict[str, Any] | None:
+    found = kinds.get(kind)
+    if not found:
+        return None
+    value: dict[str, Any] = json.loads(found[0])[kind]
+    return value
+
+
+def _decode_adds(payloads: list[str]) -> list[dict[str, Any]]:
+    """The add actions of ``{"add": ...}`` lines, decoded by one JSON parse of them all."""
+    if not payloads:
+        return []
+    decoded: list[dict[str, Any]] = json.loads("[" + ",".join(payloads) + "]")
+    return [d["add"] for d in decoded]
 
 
 def load_history(

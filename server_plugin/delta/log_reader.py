@@ -72,16 +72,20 @@ from .uris import normalize_path
 __all__ = [
     "CheckpointRef",
     "LogListing",
+    "ReplayState",
+    "extend_state",
     "history",
     "latest_version",
     "list_log",
     "read_commit",
     "read_snapshot",
+    "read_state",
     "replay",
     "version_at_timestamp",
 ]
 
 logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRef:
@@ -122,6 +126,23 @@ class LogListing:
         """Newest version found (commit or checkpoint), or None."""
         versions = list(self.commits) + list(self.checkpoints)
         return max(versions) if versions else None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayState:
+    """A snapshot together with what is needed to bring it up to date incrementally.
+
+    Attributes:
+        snapshot: The snapshot (``txns`` already filtered by retention).
+        replay: The replay accumulator it was finished from (unfiltered txns, tombstones,
+            last commitInfo). Never mutated once in a ``ReplayState``.
+        commit: The listing entry of commit ``snapshot.version`` (None when that version
+            only exists as a checkpoint); it identifies the log this state was read from.
+    """
+
+    snapshot: DeltaSnapshot
+    replay: _Replay
+    commit: FileInfo | None
 
 
 def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
@@ -179,6 +200,18 @@ class _Replay:
         self.txns: dict[str, Txn] = {}
         self.domains: dict[str, DomainMetadata] = {}
         self.last_commit_info: CommitInfo | None = None
+
+    def copy(self) -> _Replay:
+        """An independent accumulator holding the same state (actions are shared, immutable)."""
+        other = _Replay(self.root_uri)
+        other.protocol = self.protocol
+        other.metadata = self.metadata
+        other.files = dict(self.files)
+        other.tombstones = dict(self.tombstones)
+        other.txns = dict(self.txns)
+        other.domains = dict(self.domains)
+        other.last_commit_info = self.last_commit_info
+        return other
 
     def apply(self, actions: Iterable[Action]) -> None:
         for action in actions:
@@ -367,6 +400,11 @@ def read_snapshot(storage: Storage, version: int | None = None) -> DeltaSnapshot
         CorruptLogError: The log has a gap or an unreadable commit or checkpoint.
         UnsupportedProtocolError: The table needs features we cannot read.
     """
+    return read_state(storage, version).snapshot
+
+
+def read_state(storage: Storage, version: int | None = None) -> ReplayState:
+    """Like :func:`read_snapshot`, keeping what :func:`extend_state` needs."""
     if version is not None:
         check_version(version)
     hint = read_last_checkpoint(storage)
@@ -399,7 +437,7 @@ def read_snapshot(storage: Storage, version: int | None = None) -> DeltaSnapshot
     return _build(storage, listing, target)
 
 
-def _build(storage: Storage, listing: LogListing, target: int) -> DeltaSnapshot:
+def _build(storage: Storage, listing: LogListing, target: int) -> ReplayState:
     plans = _plans(listing, target)
     if not plans:
         newer_uuid = [v for v in listing.uuid_checkpoints if v <= target]
@@ -447,9 +485,55 @@ def _build(storage: Storage, listing: LogListing, target: int) -> DeltaSnapshot:
             timestamp = listing.commits[target].mtime_ms
         else:
             timestamp = listing.checkpoints[target].mtime_ms
-        return _finish(state, target, timestamp, None if cp is None else cp.version, None)
+        checkpoint_version = None if cp is None else cp.version
+        snapshot = _finish(state, target, timestamp, checkpoint_version, None)
+        return ReplayState(snapshot, state, listing.commits.get(target))
     assert first_error is not None
     raise first_error
+
+
+def extend_state(storage: Storage, base: ReplayState) -> ReplayState | None:
+    """Bring ``base`` up to the latest version by reading only the commits after it.
+
+    One listing of ``_delta_log`` from ``base``'s version tells the latest version; the
+    commits after ``base`` are replayed on a copy of ``base``'s accumulator, which gives
+    the same state as a full replay (Action Reconciliation is a left fold).
+
+    Returns:
+        ``base`` itself when no commit followed it, the new state, or None when the
+        listing does not continue ``base`` (its commit file changed or vanished: the
+        table was deleted or recreated) or the newer commits cannot all be read (then
+        the caller replays the log in full).
+
+    Raises:
+        CorruptLogError: A newer commit cannot be decoded.
+        UnsupportedProtocolError: A newer commit asks for features we cannot read.
+    """
+    version = base.snapshot.version
+    if base.commit is None:
+        return None
+    listing = list_log(storage, from_version=version)
+    if listing.commits.get(version) != base.commit:
+        return None
+    latest = listing.latest_version
+    if latest is None or latest == version:
+        return base
+    newer = range(version + 1, latest + 1)
+    if not all(v in listing.commits for v in newer):
+        return None  # only a checkpoint, or a gap not yet filled: a full read decides
+    state = base.replay.copy()
+    for v in newer:
+        info = listing.commits[v]
+        try:
+            data = storage.read_bytes(f"{LOG_DIR}/{info.name}")
+        except FileNotFoundError:
+            return None
+        state.apply(decode_commit(data, source=f"{LOG_DIR}/{info.name}"))
+    below = [v for v in listing.checkpoints if v <= latest]
+    checkpoint = max(below) if below else base.snapshot.checkpoint_version
+    timestamp = listing.commits[latest].mtime_ms
+    snapshot = _finish(state, latest, timestamp, checkpoint, None)
+    return ReplayState(snapshot, state, listing.commits[latest])
 
 
 def history(storage: Storage, limit: int | None = None) -> list[dict[str, Any]]:
