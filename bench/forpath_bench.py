@@ -8,8 +8,8 @@ Connect session, for each table, medians of ``rounds``:
 
 * ``forPath`` alone and ``forPath`` + planning a 2-column filter (what a query pays before
   Spark reads a byte);
-* the same with the client and server snapshot caches disabled (``QBEAST_SNAPSHOT_CACHE=0``
-  equivalent: the caches are cleared before every call), i.e. a full log replay and a full
+* the same with the client and server snapshot caches off
+  (``qbeast_connect.spark.snapshot.CACHE_ENABLED = False``): a full log replay and a full
   transfer per query, as before the caches existed;
 * the phases of a full load measured in-process: server replay, row encoding, client decode,
   qbeast snapshot build.
@@ -69,38 +69,41 @@ def phases(path: str, rounds: int) -> dict[str, float]:
     return {k: median(v) for k, v in out.items()}
 
 
+def floor(spark: Any, rounds: int) -> float:
+    """The round trip of a plugin query answering one row: what any snapshot read costs."""
+    reader = spark.read.format("qbeast_snapshot").option("probe", "true")
+    reader.load().collect()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        reader.load().collect()
+        times.append(time.perf_counter() - t0)
+    return median(times)
+
+
 def timed_forpath(spark: Any, path: str, rounds: int, cached: bool) -> dict[str, float]:
     import qbeast_connect as qc
     from qbeast_connect.planning.file_planner import plan_files, stats_by_path
     from qbeast_connect.planning.predicate import from_sql
     from qbeast_connect.spark import snapshot as client_snapshot
 
-    def clear() -> None:
-        if not cached:
-            client_snapshot.clear_state_cache()
-            # the server cache: ask the plugin to drop its entry for this table
-            spark.read.format("qbeast_snapshot").option("path", path).option(
-                "what", "forget"
-            ).load().collect()
-
+    # off: no client state is kept and the plugin replays the log in full for every query,
+    # which is what every query paid before the caches existed
+    client_snapshot.CACHE_ENABLED = cached
     forpath, planned = [], []
-    clear()
     qc.QbeastTable.forPath(spark, path)  # warm up the workers (and the caches when on)
     for _ in range(rounds):
-        clear()
         t0 = time.perf_counter()
         qc.QbeastTable.forPath(spark, path)
         forpath.append(time.perf_counter() - t0)
     predicate = from_sql("x < 0.1 AND y > 0.5")
     for _ in range(rounds):
-        clear()
         t0 = time.perf_counter()
         table = qc.QbeastTable.forPath(spark, path)
-        state = table._state if hasattr(table, "_state") else None
-        if state is None:
-            state = client_snapshot.load_table_state(spark, path)
+        state = table._state
         plan_files(state.qbeast(), predicate, None, file_stats=stats_by_path(state.adds))
         planned.append(time.perf_counter() - t0)
+    client_snapshot.CACHE_ENABLED = True
     return {"forPath": median(forpath), "forPath_plan": median(planned)}
 
 
@@ -118,6 +121,7 @@ def main() -> None:
 
     spark = qc.session()
     report: dict[str, Any] = {"machine": machine(), "rounds": args.rounds, "tables": {}}
+    report["probe_roundtrip"] = floor(spark, args.rounds)
     for n, path in paths.items():
         files = n * args.files_per_commit
         report["tables"][files] = {
@@ -125,6 +129,7 @@ def main() -> None:
             "cached": timed_forpath(spark, path, args.rounds, cached=True),
             "phases": phases(path, args.rounds),
         }
+    report["probe_roundtrip_end"] = floor(spark, args.rounds)
     qc.stop()
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))
@@ -147,6 +152,11 @@ def main() -> None:
             ["files", "forPath full", "forPath cached", "+plan full", "+plan cached", "speed-up"],
             rows,
         )
+    )
+    print(
+        f"one-row plugin query (the floor of any snapshot read): "
+        f"{report['probe_roundtrip'] * 1000:.0f} ms at the start, "
+        f"{report['probe_roundtrip_end'] * 1000:.0f} ms at the end"
     )
 
 

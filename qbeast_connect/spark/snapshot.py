@@ -21,6 +21,7 @@ from qbeast_connect.exceptions import (
     PluginUnavailableError,
     TableNotFoundError,
 )
+from qbeast_connect.model.block import index_file_from_add
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
@@ -218,19 +219,7 @@ def _decode(
                 "state this client does not hold; install the same qbeast-connect version "
                 "on the client and in the server plugin"
             )
-        old = base.state
-        removed = set(kinds.get("remove", []))
-        adds = {a["path"]: a for a in old.adds if a["path"] not in removed}
-        for add in new_adds:
-            adds[add["path"]] = add
-        protocol = _single(kinds, "protocol") or old.protocol
-        metadata = _single(kinds, "metaData") or old.metadata
-        return (
-            TableState(
-                path, int(kinds["version"][0]), protocol, metadata, tuple(adds.values()), txns
-            ),
-            token,
-        )
+        return _apply_difference(base.state, kinds, new_adds, txns), token
     state = TableState(
         path=path,
         version=int(kinds["version"][0]),
@@ -240,6 +229,48 @@ def _decode(
         txns=txns,
     )
     return state, token
+
+
+def _apply_difference(
+    old: TableState,
+    kinds: Mapping[str, list[str]],
+    new_adds: list[dict[str, Any]],
+    txns: dict[str, int],
+) -> TableState:
+    """``old`` with a difference applied: removed paths dropped, new adds put in.
+
+    Nothing changed gives ``old`` itself, so its qbeast view is not built again; otherwise
+    the qbeast view of ``old`` (when built) lends the decoded files that are kept.
+    """
+    version = int(kinds["version"][0])
+    protocol = _single(kinds, "protocol")
+    metadata = _single(kinds, "metaData")
+    removed = set(kinds.get("remove", []))
+    if (
+        version == old.version
+        and not removed
+        and not new_adds
+        and protocol is None
+        and metadata is None
+        and txns == old.txns
+    ):
+        return old
+    adds = {a["path"]: a for a in old.adds if a["path"] not in removed}
+    for add in new_adds:
+        adds[add["path"]] = add
+    state = TableState(
+        old.path,
+        version,
+        protocol or old.protocol,
+        metadata or old.metadata,
+        tuple(adds.values()),
+        txns,
+    )
+    if old._qbeast:
+        decoded = {id(a): f for a, f in zip(old.adds, old._qbeast[0].files, strict=True)}
+        files = [decoded.get(id(a)) or index_file_from_add(a) for a in state.adds]
+        state._qbeast.append(QbeastSnapshot(state.configuration, tuple(files), version))
+    return state
 
 
 def _single(kinds: Mapping[str, list[str]], kind: str) -> dict[str, Any] | None:

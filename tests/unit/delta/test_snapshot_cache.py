@@ -226,6 +226,7 @@ def test_difference_rows_rebuild_the_full_state_on_the_client(log: Log) -> None:
     rows = list(snapshot_rows(path))
     state, token = _decode(path, rows, None)
     assert token is not None and len(state.adds) == 3
+    before = state.qbeast()
     log.put(remove("a"), add("d"))
     log.put(remove("b"), add("b", size=77), meta(k="2"), Txn("w", 2, 10**15))
     rows = list(snapshot_rows(path, since=token))
@@ -237,11 +238,16 @@ def test_difference_rows_rebuild_the_full_state_on_the_client(log: Log) -> None:
     full, _ = _decode(path, list(snapshot_rows(path, use_cache=False)), None)
     assert client_view(new_state) == client_view(full)
     assert new_state.configuration == {"k": "2"} and new_state.txns == {"w": 2}
+    # the qbeast view reuses the decoded files that were kept and equals a fresh decode
+    view = new_state.qbeast()
+    assert view.files == full.qbeast().files
+    assert view.configuration == {"k": "2"}
+    assert {f.path: f for f in view.files}["c"] is {f.path: f for f in before.files}["c"]
     # nothing changed: only version, token, delta marker and the txns
     again = list(snapshot_rows(path, since=new_token))
     assert [k for k, _ in again] == ["version", "token", "delta", "txn"]
     same, _ = _decode(path, again, _Cached(str(new_token), new_state))
-    assert client_view(same) == client_view(full)
+    assert same is new_state  # unchanged: the same state, its qbeast view not rebuilt
 
 
 def test_unknown_token_gets_the_full_state(log: Log) -> None:
