@@ -83,7 +83,7 @@ def test_incremental_client_state_equals_full_state_after_overwrite_and_optimize
     optimized = qc.QbeastTable.forPath(spark, table_path)
     assert optimized.version() == table.version() + 1
     assert _view(optimized) == _full_view(spark, table_path)
-    qc.write(_rows(spark, 0, 50), table_path, mode="overwrite")
+    qc.write(_rows(spark, 0, 50), table_path, mode="overwrite", columnsToIndex="x")
     overwritten = qc.QbeastTable.forPath(spark, table_path)
     assert set(a["path"] for a in overwritten._state.adds) == set(live_adds(table_path))
     assert _view(overwritten) == _full_view(spark, table_path)
