@@ -23,6 +23,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from server_plugin.delta.log_files import LOG_DIR
 from server_plugin.delta.log_reader import ReplayState, extend_state, read_state
 from server_plugin.delta.storage import Storage
 
@@ -120,11 +121,27 @@ def _shared_lines(base: CachedState, new: ReplayState) -> dict[str, str]:
 
 
 def state_at(storage: Storage, version: int) -> ReplayState:
-    """The state at ``version``: a cached state when one is exactly that version."""
+    """The state at ``version``: a cached state when one is exactly that version.
+
+    The cached state is used only while the commit file it was read up to is still the same
+    file (same size and modification time): a table deleted and written again at the same
+    location reuses version numbers.
+    """
     for entry in reversed(_recent(_key(storage))):
-        if entry.state.snapshot.version == version:
+        if entry.state.snapshot.version == version and _same_log(storage, entry.state):
             return entry.state
     return read_state(storage, version)
+
+
+def _same_log(storage: Storage, state: ReplayState) -> bool:
+    listed = state.commit
+    if listed is None:
+        return False
+    try:
+        now = storage.file_info(f"{LOG_DIR}/{listed.name}")
+    except FileNotFoundError:
+        return False
+    return (now.size, now.mtime_ms) == (listed.size, listed.mtime_ms)
 
 
 def state_since(storage: Storage, token: str) -> CachedState | None:

@@ -172,6 +172,8 @@ def test_recreated_table_is_not_served_from_cache(log: Log) -> None:
     log.version = -1
     log.put(PROTO, meta(), add("x"))
     log.put(add("y", size=12345))
+    # time travel to the cached version number reads the new log
+    assert sorted(snapshot_cache.state_at(log.storage, 1).snapshot.files) == ["x", "y"]
     snap = cached(log)
     # same version number as the cached state, but another log: a full read
     assert snap.version == 1
