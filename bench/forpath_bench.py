@@ -11,8 +11,10 @@ Connect session, for each table, medians of ``rounds``:
 * the same with the client and server snapshot caches off
   (``qbeast_connect.spark.snapshot.CACHE_ENABLED = False``): a full log replay and a full
   transfer per query, as before the caches existed;
-* the phases of a full load measured in-process: server replay, row encoding, client decode,
-  qbeast snapshot build.
+* the phases of a full load measured in-process: server replay, row encoding (replay
+  included), client decode, qbeast snapshot build; and the same two sides on the cached
+  path (an unchanged table);
+* a plugin query answering one row, the floor of any snapshot read on this machine.
 """
 
 from __future__ import annotations
@@ -47,12 +49,19 @@ def table_path(commits: int, files_per_commit: int) -> str:
 
 def phases(path: str, rounds: int) -> dict[str, float]:
     """In-process timings of the parts of a full (uncached) snapshot load."""
-    from qbeast_connect.spark.snapshot import decode_state_rows
+    from qbeast_connect.spark.snapshot import _Cached, _decode, decode_state_rows
     from server_plugin.delta.log_reader import read_snapshot
     from server_plugin.delta.storage import storage_for
     from server_plugin.snapshot_rows import snapshot_rows
 
-    out: dict[str, list[float]] = {"replay": [], "rows": [], "decode": [], "qbeast": []}
+    out: dict[str, list[float]] = {
+        "replay": [],
+        "rows": [],
+        "decode": [],
+        "qbeast": [],
+        "cached_rows": [],
+        "cached_decode": [],
+    }
     for _ in range(rounds):
         t0 = time.perf_counter()
         read_snapshot(storage_for(path))
@@ -66,6 +75,19 @@ def phases(path: str, rounds: int) -> dict[str, float]:
         t0 = time.perf_counter()
         state.qbeast()
         out["qbeast"].append(time.perf_counter() - t0)
+    # the cached path: the plugin's cache is warm and the client names the state it holds
+    state, token = _decode(path, list(snapshot_rows(path)), None)
+    assert token is not None
+    state.qbeast()
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        rows = list(snapshot_rows(path, since=token))
+        out["cached_rows"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        again, token2 = _decode(path, rows, _Cached(token, state))
+        again.qbeast()
+        out["cached_decode"].append(time.perf_counter() - t0)
+        state, token = again, str(token2)
     return {k: median(v) for k, v in out.items()}
 
 

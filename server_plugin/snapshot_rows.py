@@ -17,7 +17,6 @@ from qbeast_connect.exceptions import TableNotFoundError
 from server_plugin import snapshot_cache
 from server_plugin.delta.actions import AddFile, action_key, action_to_json_line
 from server_plugin.delta.log_reader import history, read_snapshot, version_at_timestamp
-from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import Storage, storage_for
 
 
@@ -67,7 +66,7 @@ def _latest_rows(storage: Storage, since: str | None) -> Iterator[tuple[str, str
         yield ("metaData", action_to_json_line(snap.metadata))
         for txn in snap.txns.values():
             yield ("txn", action_to_json_line(txn))
-        yield from _add_rows(entry, snap.files)
+        yield from _add_rows(entry, entry.state.replay.files)
         return
     old = base.state.snapshot
     yield ("delta", base.token)
@@ -77,19 +76,23 @@ def _latest_rows(storage: Storage, since: str | None) -> Iterator[tuple[str, str
         yield ("metaData", action_to_json_line(snap.metadata))
     for txn in snap.txns.values():
         yield ("txn", action_to_json_line(txn))
-    yield from _changes(entry, old, snap)
+    if base is not entry:
+        yield from _changes(entry, base)
 
 
 def _changes(
-    entry: snapshot_cache.CachedState, old: DeltaSnapshot, new: DeltaSnapshot
+    entry: snapshot_cache.CachedState, base: snapshot_cache.CachedState
 ) -> Iterator[tuple[str, str]]:
+    # the replay dicts hold the same files as the snapshots, as plain (fast) dicts
+    old_files = base.state.replay.files
+    new_files = entry.state.replay.files
     changed: dict[str, AddFile] = {}
-    for key, add in old.files.items():
-        now = new.files.get(key)
+    for key, add in old_files.items():
+        now = new_files.get(key)
         if now is None or (now is not add and now != add):
             yield ("remove", add.path)
-    for key, add in new.files.items():
-        before = old.files.get(key)
+    for key, add in new_files.items():
+        before = old_files.get(key)
         if before is None or (before is not add and before != add):
             changed[key] = add
     yield from _add_rows(entry, changed)
