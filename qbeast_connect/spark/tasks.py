@@ -103,3 +103,75 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
     weights = weight.to_numpy(zero_copy_only=False)
     labels, inverse = assigner.assign_labels(points, weights)
     return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())
+
+
+#: Output schema of :func:`append_domains`: a cube's domain, or a ``note`` row saying why
+#: the domains of this partition cannot be used (``"outside"``: a row lies outside the
+#: revision's space; ``"large"``: the partition has more rows than the job's cap).
+APPEND_DOMAIN_SCHEMA = "cube string, domain double, note string"
+
+
+def append_domains(
+    params_json: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Cube domains of one partition of a small append, computed next to its statistics.
+
+    Like :func:`estimate_domains`, on every row and against the latest revision, but it
+    never raises for rows outside that revision's space: the statistics computed in the
+    same job decide the revision, and a partition that cannot serve reports why in a
+    ``note`` row instead. It stops reading after ``maxRows`` rows (a large input gets the
+    regular, sampled estimation job).
+
+    Args:
+        params_json: JSON with ``revision``, ``groupCubeSize``, ``bufferCapacity``,
+            ``existing`` (as :func:`estimate_domains`) and ``maxRows``.
+        batches: Arrow batches with the weight column, then the indexed columns.
+    """
+    from qbeast_connect.index.estimation import DomainEstimator
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import outside_space
+
+    schema = pa.schema([("cube", pa.string()), ("domain", pa.float64()), ("note", pa.string())])
+    params = json.loads(params_json)
+    revision = Revision.from_json(params["revision"])
+    d = revision.dimension_count
+    existing = {
+        CubeId.from_string(cube, d): int(weight) for cube, weight in params["existing"].items()
+    }
+    estimator = DomainEstimator(
+        d,
+        int(params["groupCubeSize"]),
+        int(params["bufferCapacity"]),
+        existing_max_weights=existing or None,
+    )
+    max_rows = int(params["maxRows"])
+    rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        rows += batch.num_rows
+        note = None
+        if rows > max_rows:
+            note = "large"
+        else:
+            columns = [batch.column(i + 1) for i in range(d)]
+            points = normalize(revision.transformations, columns)
+            if outside_space(revision.transformations, columns, points).any():
+                note = "outside"
+            else:
+                estimator.add(points, batch.column(0).to_numpy(zero_copy_only=False))
+        if note is not None:
+            yield pa.RecordBatch.from_pydict(
+                {"cube": [None], "domain": [None], "note": [note]}, schema=schema
+            )
+            return
+    domains = estimator.finish()
+    if domains:
+        yield pa.RecordBatch.from_pydict(
+            {
+                "cube": list(domains.keys()),
+                "domain": [float(v) for v in domains.values()],
+                "note": [None] * len(domains),
+            },
+            schema=schema,
+        )
