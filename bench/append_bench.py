@@ -60,7 +60,7 @@ def _quality(spark: Any, path: str) -> dict[str, Any]:
         "files": metrics.file_count,
         "height": metrics.height,
         "rows": metrics.element_count,
-        "cube_rows_quartiles": metrics.cube_element_count_stats.quartiles(),
+        "cube_rows_quartiles": metrics.cube_element_count_stats.quartiles,
         "filter_1pct_bytes": filtered.selected_bytes,
         "filter_1pct_files": filtered.selected_files,
         "sample_1pct_bytes": sampled.selected_bytes,
@@ -117,6 +117,7 @@ def main() -> None:
             for phase, seconds in result.timings.items():
                 phases[name].setdefault(phase, []).append(seconds)
 
+    print(json.dumps({"times": times, "phases": phases}), flush=True)
     parquet = median(times["parquet"])
     report: dict[str, Any] = {
         "machine": machine(),

@@ -1,20 +1,21 @@
-"""Small appends: the statistics and the cube domains of an append in one Spark query.
+"""Small appends: one Spark job (row counts and cube domains) instead of two.
 
-A write normally runs a statistics job, then an estimation job (cube domains), then the
-write job. For an append to a table's latest revision the estimation's inputs are known
-before the statistics are: the revision (unless the statistics supersede it) and the
-existing cube max weights. So the client sends both in ONE query: the statistics
-aggregation united with a ``mapInArrow`` that builds the local trees of each partition
-against the latest revision (:func:`qbeast_connect.spark.tasks.append_domains`).
+A write normally runs a statistics job (two stages: partial and final aggregation), then
+an estimation job (cube domains), then the write job. An append to the table's latest
+revision knows the estimation's inputs before any statistics: the revision and the
+existing cube max weights. So :func:`domains_job` runs one ``mapInArrow`` stage over the
+indexed columns (:func:`qbeast_connect.spark.tasks.append_domains`) that returns each
+partition's row count and cube domains, and reports any value beyond the revision's
+bounds. When no value is, the statistics could not supersede the revision (spec §4.7),
+so the write keeps it without the statistics job.
 
-The domains are used only when they are exactly what the estimation job would have
-computed (:func:`exact_domains`): the statistics keep the latest revision, no row lies
-outside its space, no sampling (``estimation_fraction == 1``), and every partition is one
-local tree that never fills a cube (fewer rows than the group cube size and at most the
-buffer capacity). Under these conditions a local tree's domains do not depend on the
-group cube size, which the client cannot know before the row counts. Otherwise the write
-runs the regular estimation job, so the cube max weights and the file layout, hence the
-index, are the same as on the three-job path in every case.
+The domains are used only when they are exactly what the estimation job would compute
+(:func:`exact_domains`): no sampling (``estimation_fraction == 1``), and every partition is
+one local tree that never fills a cube (fewer rows than the group cube size, at most the
+buffer capacity). Then a local tree's domains do not depend on the group cube size, which
+the client cannot know before the row counts. In every other case the write runs the
+statistics and estimation jobs as before. Either way the cube max weights and the file
+layout, hence the index, are the ones the regular path computes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from qbeast_connect.model.column_spec import ColumnSpec
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.write_plan import WEIGHT_COLUMN
@@ -31,35 +33,57 @@ from qbeast_connect.write_plan import WEIGHT_COLUMN
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SMALL_APPEND_MAX_ROWS", "collect_with_domains", "exact_domains", "may_use"]
+__all__ = ["SMALL_APPEND_MAX_ROWS", "domains_job", "exact_domains", "may_use"]
 
-#: Rows per partition the combined query's domain task reads at most; a larger partition
-#: makes the write fall back to the sampled estimation job.
+#: Rows per partition the domain task reads at most; a larger partition sends the write
+#: through the statistics and estimation jobs.
 SMALL_APPEND_MAX_ROWS = 100_000
 
 
-def may_use(latest: Revision | None, cube_size: int | None) -> bool:
-    """Whether an append to ``latest`` can estimate its domains in the statistics query.
+def may_use(
+    latest: Revision | None,
+    specs: Sequence[ColumnSpec],
+    cube_size: int | None,
+    has_user_stats: bool,
+) -> bool:
+    """Whether an append to ``latest`` can skip the statistics job when its rows lie inside
+    the revision's bounds: the revision has linear, identity or hash transformations (not a
+    staging or empty one), the write names no other columns or transformers, keeps the cube
+    size and passes no ``columnStats`` (which could widen the revision)."""
+    from qbeast_connect.model.transformation import (
+        HashTransformation,
+        IdentityTransformation,
+        LinearTransformation,
+    )
 
-    The latest revision must have built transformations (not the staging or an empty
-    revision) and the write must keep its cube size.
-    """
-    if latest is None or not latest.transformations:
+    if latest is None or not latest.transformations or has_user_stats:
         return False
-    if any(t.is_empty for t in latest.transformations):
+    kinds = (LinearTransformation, IdentityTransformation, HashTransformation)
+    if not all(isinstance(t, kinds) for t in latest.transformations):
         return False
-    return cube_size is None or cube_size == latest.desired_cube_size
+    if cube_size is not None and cube_size != latest.desired_cube_size:
+        return False
+    if specs:
+        if len(specs) != len(latest.column_names):
+            return False
+        for spec, name, old in zip(
+            specs, latest.column_names, latest.column_transformers, strict=True
+        ):
+            if spec.name.lower() != name.lower():
+                return False
+            if spec.transformer_type not in (None, old.type_name):
+                return False
+    return True
 
 
-def collect_with_domains(
-    stats: DataFrame,
+def domains_job(
     df: DataFrame,
     revision: Revision,
     existing_weights: Mapping[str, int],
     buffer_capacity: int,
-) -> tuple[list[Any], list[Any]]:
-    """Run the statistics aggregation ``stats`` and the domain task over ``df`` in one
-    query; return ``(statistics rows, domain rows)``."""
+) -> tuple[list[int], list[Any]] | None:
+    """Run the domain task over ``df``: ``(rows per non-empty partition, domain rows)``, or
+    None when a partition holds a value beyond the revision's bounds or too many rows."""
     from pyspark.sql import functions as F
 
     from qbeast_connect.spark.errors import translate_errors
@@ -81,12 +105,14 @@ def collect_with_domains(
         F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN),
         *[F.col(quote_identifier(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
     )
-    domains = projected.mapInArrow(functools.partial(append_domains, params), APPEND_DOMAIN_SCHEMA)
     with translate_errors():
-        rows = stats.unionByName(domains, allowMissingColumns=True).collect()
-    stat_rows = [r for r in rows if r["__n"] is not None]
-    domain_rows = [r for r in rows if r["__n"] is None]
-    return stat_rows, domain_rows
+        rows = projected.mapInArrow(
+            functools.partial(append_domains, params), APPEND_DOMAIN_SCHEMA
+        ).collect()
+    if any(r["note"] in ("outside", "large") for r in rows):
+        return None
+    counts = [int(r["domain"]) for r in rows if r["note"] == "rows"]
+    return counts, [r for r in rows if r["note"] is None]
 
 
 def exact_domains(

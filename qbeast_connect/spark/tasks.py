@@ -105,22 +105,55 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
     return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())
 
 
-#: Output schema of :func:`append_domains`: a cube's domain, or a ``note`` row saying why
-#: the domains of this partition cannot be used (``"outside"``: a row lies outside the
-#: revision's space; ``"large"``: the partition has more rows than the job's cap).
+#: Output schema of :func:`append_domains`: a cube's domain, the partition's row count
+#: (``note == "rows"``, in ``domain``), or a ``note`` saying why the partition cannot serve
+#: (``"outside"``: a value lies outside the latest revision's bounds; ``"large"``: more rows
+#: than the job's cap).
 APPEND_DOMAIN_SCHEMA = "cube string, domain double, note string"
+
+
+def _beyond_bounds(transformations: Any, columns: list[pa.Array], points: Any) -> bool:
+    """Whether a row could make the write's statistics supersede the revision (spec §4.7).
+
+    Linear columns compare their values, as the statistics job computes them, with the
+    revision's bounds; equal timestamps count as beyond (the statistics floor to a
+    millisecond), and so do integers too large for a double. Other columns use the writer's
+    own check (:func:`qbeast_connect.index.space.outside_space`). Erring towards "beyond"
+    only sends the append through the statistics job.
+    """
+    import numpy as np
+
+    from qbeast_connect.index.normalize import column_values_as_float64
+    from qbeast_connect.index.space import outside_space
+    from qbeast_connect.model.transformation import LinearTransformation, QDataType
+
+    if outside_space(transformations, columns, points).any():
+        return True
+    for t, column in zip(transformations, columns, strict=True):
+        if not isinstance(t, LinearTransformation):
+            continue
+        values = column_values_as_float64(column)
+        keep = np.asarray(column.is_valid(), dtype=bool) & np.isfinite(values)
+        values = values[keep]
+        low, high = float(t.min_number), float(t.max_number)
+        if t.ordered_data_type is QDataType.TIMESTAMP:
+            beyond = (values <= low) | (values >= high)
+        else:
+            beyond = (values < low) | (values > high) | (np.abs(values) >= 2.0**53)
+        if beyond.any():
+            return True
+    return False
 
 
 def append_domains(
     params_json: str, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """Cube domains of one partition of a small append, computed next to its statistics.
+    """Row count and cube domains of one partition of a small append, in one pass.
 
-    Like :func:`estimate_domains`, on every row and against the latest revision, but it
-    never raises for rows outside that revision's space: the statistics computed in the
-    same job decide the revision, and a partition that cannot serve reports why in a
-    ``note`` row instead. It stops reading after ``maxRows`` rows (a large input gets the
-    regular, sampled estimation job).
+    Like :func:`estimate_domains`, on every row and against the table's latest revision,
+    plus the partition's row count; instead of raising for a row the revision does not
+    cover it reports ``"outside"`` (the client then runs the regular statistics and
+    estimation jobs). It stops reading after ``maxRows`` rows and reports ``"large"``.
 
     Args:
         params_json: JSON with ``revision``, ``groupCubeSize``, ``bufferCapacity``,
@@ -129,7 +162,6 @@ def append_domains(
     """
     from qbeast_connect.index.estimation import DomainEstimator
     from qbeast_connect.index.normalize import normalize
-    from qbeast_connect.index.space import outside_space
 
     schema = pa.schema([("cube", pa.string()), ("domain", pa.float64()), ("note", pa.string())])
     params = json.loads(params_json)
@@ -156,7 +188,7 @@ def append_domains(
         else:
             columns = [batch.column(i + 1) for i in range(d)]
             points = normalize(revision.transformations, columns)
-            if outside_space(revision.transformations, columns, points).any():
+            if _beyond_bounds(revision.transformations, columns, points):
                 note = "outside"
             else:
                 estimator.add(points, batch.column(0).to_numpy(zero_copy_only=False))
@@ -165,13 +197,14 @@ def append_domains(
                 {"cube": [None], "domain": [None], "note": [note]}, schema=schema
             )
             return
+    if rows == 0:
+        return
     domains = estimator.finish()
-    if domains:
-        yield pa.RecordBatch.from_pydict(
-            {
-                "cube": list(domains.keys()),
-                "domain": [float(v) for v in domains.values()],
-                "note": [None] * len(domains),
-            },
-            schema=schema,
-        )
+    yield pa.RecordBatch.from_pydict(
+        {
+            "cube": [None, *domains.keys()],
+            "domain": [float(rows), *(float(v) for v in domains.values())],
+            "note": ["rows", *([None] * len(domains))],
+        },
+        schema=schema,
+    )

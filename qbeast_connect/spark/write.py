@@ -349,22 +349,23 @@ class _Writer:
         schema: StructType,
         schema_string: str,
     ) -> WriteResult:
-        existing_latest: Mapping[CubeId, Any] = {}
-        domain_rows: list[Any] | None = None
+        if appending and qsnap is not None and small_append.may_use(
+            latest, specs, self.options.cube_size, bool(user_stats)
+        ):
+            assert latest is not None
+            fast = self._small_append(qsnap, latest)
+            if fast is not None:
+                # the latest revision, its configuration kept: as the regular path does
+                # for an append that does not supersede it
+                weights, layout = fast
+                changed = schema_string != state.schema_string
+                return self._commit(state, latest, weights, layout, None,
+                                    schema_string if changed else None,
+                                    new_revision=False, schema_changed=changed)
         with self._phase("statistics"):
             stats_df, needs = self._stats_frame(specs, index_types, schema, latest)
-            if appending and qsnap is not None and small_append.may_use(
-                latest, self.options.cube_size
-            ):
-                assert latest is not None
-                existing_latest = qsnap.cube_statuses(latest.revision_id)
-                rows, domain_rows = small_append.collect_with_domains(
-                    stats_df, self.df, latest, _inner_weights(existing_latest),
-                    BUFFER_CAPACITY_DEFAULT,
-                )
-            else:
-                with translate_errors():
-                    rows = stats_df.collect()
+            with translate_errors():
+                rows = stats_df.collect()
             total, per_partition, data_stats = self._read_stats(rows, specs, needs, index_types)
         self.input_partitions = len(per_partition)
         now = int(time.time() * 1000)
@@ -391,22 +392,8 @@ class _Writer:
         existing = (
             qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
         )
-        input_domains = None
-        if domain_rows is not None and same_revision:
-            input_domains = small_append.exact_domains(
-                domain_rows,
-                per_partition,
-                revision.desired_cube_size,
-                BUFFER_CAPACITY_DEFAULT,
-                estimation_fraction(total, revision.desired_cube_size),
-            )
-        if input_domains is not None:
-            # the domains came with the statistics: no estimation job
-            with self._phase("weights"):
-                weights, layout = _weights_and_layout(revision, input_domains, existing, total)
-        else:
-            with self._phase("estimation"):
-                weights, layout = self._estimate(revision, total, per_partition, existing)
+        with self._phase("estimation"):
+            weights, layout = self._estimate(revision, total, per_partition, existing)
         configuration = None
         if plan.is_new or not appending:
             configuration = write_configuration(
@@ -428,6 +415,29 @@ class _Writer:
             new_revision=plan.is_new,
             schema_changed=schema_changed,
         )
+
+    def _small_append(
+        self, qsnap: Any, latest: Revision
+    ) -> tuple[dict[str, int], FileLayout] | None:
+        """Cube weights and layout of an append from one domain job (see
+        :mod:`qbeast_connect.spark.small_append`), or None when the append needs the
+        statistics and estimation jobs."""
+        existing = qsnap.cube_statuses(latest.revision_id)
+        buffer = BUFFER_CAPACITY_DEFAULT
+        with self._phase("domains"):
+            found = small_append.domains_job(self.df, latest, _inner_weights(existing), buffer)
+        if found is None:
+            return None
+        counts, rows = found
+        total = sum(counts)
+        dcs = latest.desired_cube_size
+        fraction = estimation_fraction(total, dcs)
+        domains = small_append.exact_domains(rows, counts, dcs, buffer, fraction)
+        if domains is None:
+            return None
+        self.input_partitions = len(counts)
+        with self._phase("weights"):
+            return _weights_and_layout(latest, domains, existing, total)
 
     # -- checks ----------------------------------------------------------------------
 

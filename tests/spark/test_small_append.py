@@ -1,4 +1,4 @@
-"""Small appends compute their cube domains in the statistics query (no estimation job).
+"""Small appends run one domain job instead of the statistics and estimation jobs.
 
 The index they build must be the one the three-job path builds: the same cube max weights,
 blocks and files, the same rows read back by ``deltalake``, and the format's invariants on
@@ -100,19 +100,20 @@ def _append_series(spark: Any, path: str) -> list[dict[str, float]]:
     return timings
 
 
-def test_small_append_builds_the_same_index_without_an_estimation_job(
+def test_small_append_builds_the_same_index_with_one_job(
     spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     combined = str(tmp_path / "combined")
     three_jobs = str(tmp_path / "three_jobs")
 
     for timings in _append_series(spark, combined):
-        assert "estimation" not in timings, timings
-        assert "weights" in timings
+        assert "statistics" not in timings and "estimation" not in timings, timings
+        assert "domains" in timings and "weights" in timings
     with monkeypatch.context() as patch:
         patch.setattr(small_append, "may_use", lambda *_: False)
         for timings in _append_series(spark, three_jobs):
-            assert "estimation" in timings and "weights" not in timings
+            assert "statistics" in timings and "estimation" in timings
+            assert "domains" not in timings
 
     # the same cubes, max weights, row counts and smallest weights on both paths
     ours, theirs = _cube_summary(combined), _cube_summary(three_jobs)
@@ -134,10 +135,9 @@ def test_small_append_outside_the_space_runs_the_estimation_job(
     wider = _rows(spark, BASE_ROWS, APPEND_ROWS, 1).selectExpr("id", "x + 5000 as x", "y", "s")
     result = qc.write(wider, table_path, mode="append")
     assert result.new_revision and result.revision_id == 2
-    assert "estimation" in result.timings and "weights" not in result.timings
-    expected = spark_digest(
-        _rows(spark, 0, BASE_ROWS, 2).unionByName(wider)
-    )
+    assert "domains" in result.timings and "weights" not in result.timings
+    assert "statistics" in result.timings and "estimation" in result.timings
+    expected = spark_digest(_rows(spark, 0, BASE_ROWS, 2).unionByName(wider))
     assert row_digest(deltalake_table(table_path)) == expected
     assert _check_rows_in_their_cubes(table_path) == APPEND_ROWS  # revision 2 holds the append
 
@@ -149,7 +149,8 @@ def test_append_with_a_partition_above_the_group_cube_size_runs_the_estimation_j
     big = _rows(spark, BASE_ROWS, CUBE_SIZE + 500, 1)  # one local tree would fill a cube
     result = qc.write(big, table_path, mode="append")
     assert not result.new_revision and result.num_rows == CUBE_SIZE + 500
-    assert "estimation" in result.timings and "weights" not in result.timings
+    assert "domains" in result.timings and "weights" not in result.timings
+    assert "statistics" in result.timings and "estimation" in result.timings
     expected = spark_digest(_rows(spark, 0, BASE_ROWS + CUBE_SIZE + 500, 2))
     assert row_digest(deltalake_table(table_path)) == expected
     assert _check_rows_in_their_cubes(table_path) == BASE_ROWS + CUBE_SIZE + 500

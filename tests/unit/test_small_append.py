@@ -65,9 +65,10 @@ def test_append_domains_equal_the_estimation_task_on_a_small_partition() -> None
     ours = _rows(append_domains(_params(revision, existing, maxRows=100_000), iter(batches)))
     # the estimation job with the group cube size it would compute for one 800-row partition
     theirs = _rows(estimate_domains(_params(revision, existing), iter(batches)))
-    assert {r["cube"]: r["domain"] for r in ours} == {r["cube"]: r["domain"] for r in theirs}
-    assert all(r["note"] is None for r in ours)
-    assert len(ours) > 3  # rows went below the existing inner cubes
+    cubes = [r for r in ours if r["note"] is None]
+    assert {r["cube"]: r["domain"] for r in cubes} == {r["cube"]: r["domain"] for r in theirs}
+    assert [r["domain"] for r in ours if r["note"] == "rows"] == [800.0]
+    assert len(cubes) > 3  # rows went below the existing inner cubes
 
 
 def test_append_domains_report_rows_outside_the_space_and_large_partitions() -> None:
@@ -77,6 +78,14 @@ def test_append_domains_report_rows_outside_the_space_and_large_partitions() -> 
     assert [r["note"] for r in outside] == ["outside"]
     large = _rows(append_domains(_params(revision, {}, maxRows=400), iter(_batches(900, 5))))
     assert [r["note"] for r in large] == ["large"]
+    # a value just above the linear bound, which the statistics would widen the revision for
+    batch = _batches(10, seed=6)[0]
+    x = batch.column(1).to_numpy().copy()
+    x[3] = np.nextafter(100.0, 200.0)
+    above = pa.RecordBatch.from_arrays([batch.column(0), pa.array(x), batch.column(2)],
+                                       names=["w", "c0", "c1"])
+    found = _rows(append_domains(_params(revision, {}, maxRows=100), iter([above])))
+    assert [r["note"] for r in found] == ["outside"]
 
 
 def test_exact_domains_accepts_only_what_the_estimation_job_would_compute() -> None:
@@ -93,8 +102,12 @@ def test_exact_domains_accepts_only_what_the_estimation_job_would_compute() -> N
     assert exact_domains([], [], 2_000, 100_000, 1.0) is None
 
 
-def test_may_use_needs_a_built_revision_and_the_same_cube_size() -> None:
+def test_may_use_needs_the_latest_revision_unchanged_by_the_options() -> None:
     revision = _revision()
-    assert may_use(revision, None) and may_use(revision, 2_000)
-    assert not may_use(revision, 3_000)
-    assert not may_use(None, None)
+    assert may_use(revision, (), None, False) and may_use(revision, (), 2_000, False)
+    assert may_use(revision, (ColumnSpec("X"), ColumnSpec("y", "linear")), None, False)
+    assert not may_use(revision, (), 3_000, False)
+    assert not may_use(revision, (), None, True)  # columnStats may widen the revision
+    assert not may_use(revision, (ColumnSpec("x"), ColumnSpec("y", "hashing")), None, False)
+    assert not may_use(revision, (ColumnSpec("y"), ColumnSpec("x")), None, False)
+    assert not may_use(None, (), None, False)
