@@ -3,9 +3,9 @@
 Usage: python bench/append_bench.py --sf 1 --appends 20 [--out result.json]
 
 One run, one Connect server. The base table is written once and copied, so that two copies
-receive the same appends side by side: ``combined`` (the current path: statistics and cube
-domains in one query, :mod:`qbeast_connect.spark.small_append`) and ``three_jobs`` (the
-same client with that path switched off: statistics, estimation and write jobs). Each round
+receive the same appends side by side: ``combined`` (the current path: one domain job, then
+the write, :mod:`qbeast_connect.spark.small_append`) and ``three_jobs`` (the same client
+with that path switched off: statistics, estimation and write jobs). Each round
 appends the same 1,000 rows with ``df.write.mode("append").parquet``, then to each copy;
 medians over the rounds are reported with the per-phase timings of ``WriteResult.timings``.
 After the appends the two copies' index metrics and the bytes a 1% filter and
