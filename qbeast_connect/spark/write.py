@@ -10,6 +10,10 @@ Spark jobs and makes one Delta commit:
    bands, then runs of cubes: :mod:`qbeast_connect.index.layout`);
 3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
    file per file group per task, and its driver-side commit makes one Delta commit.
+
+An append to the table's latest revision first runs one job that gives its row counts and
+cube domains (:mod:`qbeast_connect.spark.small_append`); when that yields the index jobs 1
+and 2 would, they are skipped (a small append: two jobs), otherwise they run as above.
 """
 
 from __future__ import annotations
