@@ -103,3 +103,108 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
     weights = weight.to_numpy(zero_copy_only=False)
     labels, inverse = assigner.assign_labels(points, weights)
     return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())
+
+
+#: Output schema of :func:`append_domains`: a cube's domain, the partition's row count
+#: (``note == "rows"``, in ``domain``), or a ``note`` saying why the partition cannot serve
+#: (``"outside"``: a value lies outside the latest revision's bounds; ``"large"``: more rows
+#: than the job's cap).
+APPEND_DOMAIN_SCHEMA = "cube string, domain double, note string"
+
+
+def _beyond_bounds(transformations: Any, columns: list[pa.Array], points: Any) -> bool:
+    """Whether a row could make the write's statistics supersede the revision (spec §4.7).
+
+    Linear columns compare their values, as the statistics job computes them, with the
+    revision's bounds; equal timestamps count as beyond (the statistics floor to a
+    millisecond), and so do integers too large for a double. Other columns use the writer's
+    own check (:func:`qbeast_connect.index.space.outside_space`). Erring towards "beyond"
+    only sends the append through the statistics job.
+    """
+    import numpy as np
+
+    from qbeast_connect.index.normalize import column_values_as_float64
+    from qbeast_connect.index.space import outside_space
+    from qbeast_connect.model.transformation import LinearTransformation, QDataType
+
+    if outside_space(transformations, columns, points).any():
+        return True
+    for t, column in zip(transformations, columns, strict=True):
+        if not isinstance(t, LinearTransformation):
+            continue
+        values = column_values_as_float64(column)
+        keep = np.asarray(column.is_valid(), dtype=bool) & np.isfinite(values)
+        values = values[keep]
+        low, high = float(t.min_number), float(t.max_number)
+        if t.ordered_data_type is QDataType.TIMESTAMP:
+            beyond = (values <= low) | (values >= high)
+        else:
+            beyond = (values < low) | (values > high) | (np.abs(values) >= 2.0**53)
+        if beyond.any():
+            return True
+    return False
+
+
+def append_domains(
+    params_json: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Row count and cube domains of one partition of a small append, in one pass.
+
+    Like :func:`estimate_domains`, on every row and against the table's latest revision,
+    plus the partition's row count; instead of raising for a row the revision does not
+    cover it reports ``"outside"`` (the client then runs the regular statistics and
+    estimation jobs). It stops reading after ``maxRows`` rows and reports ``"large"``.
+
+    Args:
+        params_json: JSON with ``revision``, ``groupCubeSize``, ``bufferCapacity``,
+            ``existing`` (as :func:`estimate_domains`) and ``maxRows``.
+        batches: Arrow batches with the weight column, then the indexed columns.
+    """
+    from qbeast_connect.index.estimation import DomainEstimator
+    from qbeast_connect.index.normalize import normalize
+
+    schema = pa.schema([("cube", pa.string()), ("domain", pa.float64()), ("note", pa.string())])
+    params = json.loads(params_json)
+    revision = Revision.from_json(params["revision"])
+    d = revision.dimension_count
+    existing = {
+        CubeId.from_string(cube, d): int(weight) for cube, weight in params["existing"].items()
+    }
+    estimator = DomainEstimator(
+        d,
+        int(params["groupCubeSize"]),
+        int(params["bufferCapacity"]),
+        existing_max_weights=existing or None,
+    )
+    max_rows = int(params["maxRows"])
+    rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        rows += batch.num_rows
+        note = None
+        if rows > max_rows:
+            note = "large"
+        else:
+            columns = [batch.column(i + 1) for i in range(d)]
+            points = normalize(revision.transformations, columns)
+            if _beyond_bounds(revision.transformations, columns, points):
+                note = "outside"
+            else:
+                estimator.add(points, batch.column(0).to_numpy(zero_copy_only=False))
+        if note is not None:
+            yield pa.RecordBatch.from_pydict(
+                {"cube": [None], "domain": [None], "note": [note]}, schema=schema
+            )
+            return
+    if rows == 0:
+        return
+    domains = estimator.finish()
+    yield pa.RecordBatch.from_pydict(
+        {
+            "cube": [None, *domains.keys()],
+            "domain": [float(rows), *(float(v) for v in domains.values())],
+            "note": ["rows", *([None] * len(domains))],
+        },
+        schema=schema,
+    )

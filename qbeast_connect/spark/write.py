@@ -10,6 +10,10 @@ Spark jobs and makes one Delta commit:
    bands, then runs of cubes: :mod:`qbeast_connect.index.layout`);
 3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
    file per file group per task, and its driver-side commit makes one Delta commit.
+
+An append to the table's latest revision first runs one job that gives its row counts and
+cube domains (:mod:`qbeast_connect.spark.small_append`); when that yields the index jobs 1
+and 2 would, they are skipped (a small append: two jobs), otherwise they run as above.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from qbeast_connect.rules.columns import (
 )
 from qbeast_connect.rules.schema import append_schema, column_types, nullable_schema_json
 from qbeast_connect.rules.table_config import LAST_REVISION_KEY, write_configuration
+from qbeast_connect.spark import small_append
 from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import WRITE_FORMAT
@@ -173,6 +178,36 @@ def estimation_fraction(total_rows: int, desired_cube_size: int) -> float:
         ESTIMATION_SAMPLE_ROWS / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size
     )
     return min(1.0, wanted)
+
+
+def _inner_weights(existing: Mapping[CubeId, Any]) -> dict[str, int]:
+    """Max weights of the existing inner cubes (leaves behave like new cubes, spec §5.3)."""
+    return {str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1}
+
+
+def _weights_and_layout(
+    revision: Revision,
+    input_domains: Mapping[str, float],
+    existing: Mapping[CubeId, Any],
+    total: int,
+) -> tuple[dict[str, int], FileLayout]:
+    """Cube max weights from this write's domains plus the existing index's (spec §5.4,
+    §5.5), and the file layout of the write's rows."""
+    from qbeast_connect.index.layout import estimated_counts, plan_layout, segments_from_counts
+    from qbeast_connect.model.estimation_math import existing_domains, weights_from_domains
+
+    d = revision.dimension_count
+    dcs = revision.desired_cube_size
+    domains: dict[CubeId, float] = {
+        CubeId.from_string(c, d): v for c, v in input_domains.items()
+    }
+    if existing:
+        for cube, value in existing_domains(existing).items():
+            domains[cube] = domains.get(cube, 0.0) + value
+    weights = {str(c): int(w) for c, w in weights_from_domains(domains, dcs).items()}
+    counts = estimated_counts(dict(input_domains), weights, d)
+    layout = plan_layout(segments_from_counts(counts, weights, d), dcs, rows=total)
+    return weights, layout
 
 
 class _Writer:
@@ -318,8 +353,24 @@ class _Writer:
         schema: StructType,
         schema_string: str,
     ) -> WriteResult:
+        if appending and qsnap is not None and small_append.may_use(
+            latest, specs, self.options.cube_size, bool(user_stats)
+        ):
+            assert latest is not None
+            fast = self._small_append(qsnap, latest)
+            if fast is not None:
+                # the latest revision, its configuration kept: as the regular path does
+                # for an append that does not supersede it
+                weights, layout = fast
+                changed = schema_string != state.schema_string
+                return self._commit(state, latest, weights, layout, None,
+                                    schema_string if changed else None,
+                                    new_revision=False, schema_changed=changed)
         with self._phase("statistics"):
-            total, per_partition, data_stats = self._stats_job(specs, index_types, schema, latest)
+            stats_df, needs = self._stats_frame(specs, index_types, schema, latest)
+            with translate_errors():
+                rows = stats_df.collect()
+            total, per_partition, data_stats = self._read_stats(rows, specs, needs, index_types)
         self.input_partitions = len(per_partition)
         now = int(time.time() * 1000)
         rng = random.Random()
@@ -369,6 +420,29 @@ class _Writer:
             schema_changed=schema_changed,
         )
 
+    def _small_append(
+        self, qsnap: Any, latest: Revision
+    ) -> tuple[dict[str, int], FileLayout] | None:
+        """Cube weights and layout of an append from one domain job (see
+        :mod:`qbeast_connect.spark.small_append`), or None when the append needs the
+        statistics and estimation jobs."""
+        existing = qsnap.cube_statuses(latest.revision_id)
+        buffer = BUFFER_CAPACITY_DEFAULT
+        with self._phase("domains"):
+            found = small_append.domains_job(self.df, latest, _inner_weights(existing), buffer)
+        if found is None:
+            return None
+        counts, rows = found
+        total = sum(counts)
+        dcs = latest.desired_cube_size
+        fraction = estimation_fraction(total, dcs)
+        domains = small_append.exact_domains(rows, counts, dcs, buffer, fraction)
+        if domains is None:
+            return None
+        self.input_partitions = len(counts)
+        with self._phase("weights"):
+            return _weights_and_layout(latest, domains, existing, total)
+
     # -- checks ----------------------------------------------------------------------
 
     def _check_append_schema(self, state: TableState, schema_json: str) -> str:
@@ -380,13 +454,15 @@ class _Writer:
 
     # -- jobs --------------------------------------------------------------------------
 
-    def _stats_job(
+    def _stats_frame(
         self,
         specs: tuple[ColumnSpec, ...],
         index_types: Mapping[str, QDataType],
         schema: StructType,
         latest: Revision | None,
-    ) -> tuple[int, list[int], dict[str, ColumnStats]]:
+    ) -> tuple[DataFrame, list[str]]:
+        """The statistics aggregation (one row per input partition) and the columns it
+        computes bounds for."""
         from pyspark.sql import functions as F
 
         types = column_types(str(schema.json()))
@@ -403,10 +479,15 @@ class _Writer:
                 expr = F.expr(_stat_expression(spec.name, qtype, types.get(spec.name, "")))
                 aggs += [F.min(expr).alias(f"__min{i}"), F.max(expr).alias(f"__max{i}")]
                 needs.append(spec.name)
-        with translate_errors():
-            rows = (
-                self.df.groupBy(F.spark_partition_id().alias("__p")).agg(*aggs).collect()
-            )
+        return self.df.groupBy(F.spark_partition_id().alias("__p")).agg(*aggs), needs
+
+    @staticmethod
+    def _read_stats(
+        rows: list[Any],
+        specs: tuple[ColumnSpec, ...],
+        needs: list[str],
+        index_types: Mapping[str, QDataType],
+    ) -> tuple[int, list[int], dict[str, ColumnStats]]:
         per_partition = [int(r["__n"]) for r in rows]
         total = sum(per_partition)
         stats: dict[str, ColumnStats] = {}
@@ -437,12 +518,6 @@ class _Writer:
         from pyspark.sql import functions as F
 
         from qbeast_connect.index.estimation import group_cube_size
-        from qbeast_connect.index.layout import (
-            estimated_counts,
-            plan_layout,
-            segments_from_counts,
-        )
-        from qbeast_connect.model.estimation_math import existing_domains, weights_from_domains
         from qbeast_connect.spark.tasks import DOMAIN_SCHEMA, estimate_domains
 
         buffer = BUFFER_CAPACITY_DEFAULT
@@ -451,9 +526,7 @@ class _Writer:
         sampled = [n * fraction for n in per_partition if n > 0]
         num_trees = sum(max(1, -(-int(n) // buffer)) for n in sampled)
         gcs = group_cube_size(max(1, int(dcs * fraction)), num_trees)
-        existing_weights = {
-            str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
-        }
+        existing_weights = _inner_weights(existing)
         params = json.dumps(
             {
                 "revision": revision.to_json(),
@@ -475,22 +548,12 @@ class _Writer:
             rows = projected.mapInArrow(
                 functools.partial(estimate_domains, params), DOMAIN_SCHEMA
             ).collect()
-        d = revision.dimension_count
         input_domains: dict[str, float] = {}
         scale = 1.0 / fraction
         for row in rows:
             value = float(row["domain"]) * scale
             input_domains[row["cube"]] = input_domains.get(row["cube"], 0.0) + value
-        domains: dict[CubeId, float] = {
-            CubeId.from_string(c, d): v for c, v in input_domains.items()
-        }
-        if existing:
-            for cube, value in existing_domains(existing).items():
-                domains[cube] = domains.get(cube, 0.0) + value
-        weights = {str(c): int(w) for c, w in weights_from_domains(domains, dcs).items()}
-        counts = estimated_counts(input_domains, weights, d)
-        layout = plan_layout(segments_from_counts(counts, weights, d), dcs, rows=total)
-        return weights, layout
+        return _weights_and_layout(revision, input_domains, existing, total)
 
     # -- metadata and commit -----------------------------------------------------------
 
