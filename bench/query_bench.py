@@ -173,12 +173,12 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     qbeast_paths: dict[int, str] = {}
     for _ in range(args.write_rounds):
         parquet_path = fresh_dir("q18_parquet")
-        seconds, _ = _timed(lambda: df.write.parquet(parquet_path))
+        seconds, _ = _timed(lambda p=parquet_path: df.write.parquet(p))
         times.setdefault("write_parquet", []).append(seconds)
         for cs in cube_sizes:
             qbeast_paths[cs] = fresh_dir(f"q18_qbeast_{cs}")
             seconds, _ = _timed(
-                lambda: qc.write(
+                lambda cs=cs: qc.write(
                     df, qbeast_paths[cs], columnsToIndex=",".join(COLUMNS), cubeSize=cs
                 )
             )
@@ -192,10 +192,11 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     plain = spark.read.parquet(parquet_path)
     z_all = [f"{zorder.path}/{f['path']}" for f in zorder.files]
     results = []
-    for shape in shapes(source) + [
+    samples = [
         {"name": "sample(0.01)", "fraction": 0.01},
         {"name": "sample(0.1)", "fraction": 0.1},
-    ]:
+    ]
+    for shape in [*shapes(source), *samples]:
         where, fraction = shape.get("where"), shape.get("fraction")
         engines: dict[str, Callable[[], Any]] = {}
         read_bytes: dict[str, int] = {"parquet": parquet_bytes}
@@ -248,7 +249,12 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
                 "ratio": {k: median(v) / base for k, v in walls.items()},
                 "bytes": read_bytes,
                 "bytes_share": {
-                    k: v / (zorder.total_bytes if k == "zorder" else _table_bytes(k, tables, parquet_bytes))
+                    k: v
+                    / (
+                        zorder.total_bytes
+                        if k == "zorder"
+                        else _table_bytes(k, tables, parquet_bytes)
+                    )
                     for k, v in read_bytes.items()
                 },
                 "files": files,
@@ -260,7 +266,7 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     two = results[1]["where"]
     for cs, p in qbeast_paths.items():
         walls_fixed = [
-            _timed(lambda: qc.QbeastTable.forPath(spark, p).explainScan(where=two))[0]
+            _timed(lambda p=p: qc.QbeastTable.forPath(spark, p).explainScan(where=two))[0]
             for _ in range(args.repeats)
         ]
         fixed[f"qbeast_{cs}"] = median(walls_fixed)
