@@ -41,7 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import dir_bytes, fresh_dir, lineitem, machine, md_table, median
-from bench.read_workloads import _overlaps, sql_literal, zorder_copy
+from bench.read_workloads import _numeric_key, _overlaps, sql_literal, zorder_copy
 
 COLUMNS = ["l_shipdate", "l_extendedprice", "l_partkey"]
 SAMPLE_ROWS = 2_000_000  # rows of the client-side sample the filter bounds are chosen from
@@ -50,86 +50,88 @@ SAMPLE_ROWS = 2_000_000  # rows of the client-side sample the filter bounds are 
 # -- the query shapes -------------------------------------------------------------------
 
 
-def _data_sample(source: str, rows: int) -> dict[str, Any]:
-    """A uniform random sample (about ``rows`` rows) of the indexed columns, as numpy arrays
-    of values, read batch by batch so the client never holds the whole column."""
+def _data_sample(source: str, rows: int) -> dict[str, Sample]:
+    """A uniform random sample (about ``rows`` rows) of the indexed columns, read batch by
+    batch so the client never holds a whole column."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(source)
-    total = dataset.count_rows()
-    keep = min(1.0, rows / total)
+    keep = min(1.0, rows / dataset.count_rows())
     rng = np.random.default_rng(7)
     parts: dict[str, list[Any]] = {c: [] for c in COLUMNS}
     for batch in dataset.to_batches(columns=COLUMNS):
-        mask = rng.random(batch.num_rows) < keep
+        mask = pa.array(rng.random(batch.num_rows) < keep)
         for c in COLUMNS:
-            parts[c].append(batch.column(c).to_numpy(zero_copy_only=False)[mask])
-    return {c: np.concatenate(v) for c, v in parts.items()}
+            parts[c].append(batch.column(c).filter(mask))
+    return {c: Sample(pa.concat_arrays(v)) for c, v in parts.items()}
 
 
-def _window(values: Any, start: float, width: float) -> tuple[Any, Any]:
-    """Bounds holding the quantiles ``start`` to ``start + width`` of a column."""
-    ordered = np.sort(values)
-    lo = ordered[int(start * (len(ordered) - 1))]
-    hi = ordered[int(min(1.0, start + width) * (len(ordered) - 1))]
-    return lo, hi
+class Sample:
+    """One column of the sample: numeric keys that order like the values (to count fast),
+    and the values in key order (to turn a quantile into a literal)."""
+
+    def __init__(self, values: Any) -> None:
+        import pyarrow as pa
+
+        self.keys = _numeric_key(values)
+        order = np.argsort(self.keys, kind="stable")
+        self.sorted_keys = self.keys[order]
+        self.sorted_values = values.take(pa.array(order))
+
+    def window(self, start: float, width: float) -> tuple[Any, Any]:
+        """The values at the quantiles ``start`` and ``start + width``."""
+        last = len(self.sorted_keys) - 1
+        lo, hi = int(start * last), int(min(1.0, start + width) * last)
+        return self.sorted_values[lo].as_py(), self.sorted_values[hi].as_py()
+
+    def key(self, value: Any) -> float:
+        if isinstance(value, datetime.date):
+            return float((value - datetime.date(1970, 1, 1)).days)
+        return float(value)
 
 
-def _share(sample: dict[str, Any], bounds: dict[str, tuple[Any, Any]]) -> float:
-    mask = np.ones(len(next(iter(sample.values()))), dtype=bool)
+def _share(sample: dict[str, Sample], bounds: dict[str, tuple[Any, Any]]) -> float:
+    mask = np.ones(len(next(iter(sample.values())).keys), dtype=bool)
     for c, (lo, hi) in bounds.items():
-        mask &= (sample[c] >= lo) & (sample[c] <= hi)
+        s = sample[c]
+        mask &= (s.keys >= s.key(lo)) & (s.keys <= s.key(hi))
     return float(mask.mean())
 
 
 def _fit(
-    sample: dict[str, Any], target: float, make: Callable[[float], dict[str, tuple[Any, Any]]]
+    sample: dict[str, Sample], target: float, make: Callable[[float], dict[str, tuple[Any, Any]]]
 ) -> dict[str, tuple[Any, Any]]:
     """Bisect a window width so the sample share matches ``target``."""
     lo, hi = 0.0, 1.0
-    bounds = make(hi)
     for _ in range(30):
         mid = (lo + hi) / 2
-        bounds = make(mid)
-        if _share(sample, bounds) < target:
+        if _share(sample, make(mid)) < target:
             lo = mid
         else:
             hi = mid
     return make(hi)
 
 
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value ``sql_literal`` knows."""
-    if isinstance(value, np.datetime64):
-        return value.astype("datetime64[D]").astype(datetime.date)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
 def shapes(source: str) -> list[dict[str, Any]]:
     """The filter shapes, with bounds chosen from the data (a client-side sample)."""
     s = _data_sample(source, SAMPLE_ROWS)
-    one = _fit(s, 0.01, lambda w: {"l_extendedprice": _window(s["l_extendedprice"], 0.4, w)})
-    days = np.sort(s["l_shipdate"])
-    start = days[int(0.3 * (len(days) - 1))]
-    ship = (start, start + np.timedelta64(89, "D"))  # 90 days, both ends included
-    two = _fit(
-        s, 0.01, lambda w: {"l_shipdate": ship, "l_partkey": _window(s["l_partkey"], 0.2, w)}
-    )
-    three = _fit(s, 0.001, lambda w: {c: _window(s[c], 0.35, w) for c in COLUMNS})
+    one = _fit(s, 0.01, lambda w: {"l_extendedprice": s["l_extendedprice"].window(0.4, w)})
+    start = s["l_shipdate"].window(0.3, 0.0)[0]
+    ship = (start, start + datetime.timedelta(days=89))  # 90 days, both ends included
+    two = _fit(s, 0.01, lambda w: {"l_shipdate": ship, "l_partkey": s["l_partkey"].window(0.2, w)})
+    three = _fit(s, 0.001, lambda w: {c: s[c].window(0.35, w) for c in COLUMNS})
     out = []
     for name, bounds in (
         ("1 column 1%", one),
         ("2 columns 1%", two),
         ("3 columns 0.1%", three),
     ):
-        values = {c: (_plain(lo), _plain(hi)) for c, (lo, hi) in bounds.items()}
         where = " AND ".join(
             f"{c} BETWEEN {sql_literal(c, lo)} AND {sql_literal(c, hi)}"
-            for c, (lo, hi) in values.items()
+            for c, (lo, hi) in bounds.items()
         )
-        out.append({"name": name, "where": where, "bounds": values})
+        out.append({"name": name, "where": where, "bounds": bounds})
     return out
 
 
