@@ -652,6 +652,15 @@ def render(
         ]
     if "timeline" in results:
         lines += ["## Partition timelines", "", results["timeline"]["markdown"], ""]
+    if "query" in results:
+        lines += [
+            "## Queries that read columns (issue #18)",
+            "",
+            f"Command: `{results['query']['_command']}`",
+            "",
+            results["query"]["markdown"],
+            "",
+        ]
     lines += [targets(results)]
     return "\n".join(lines)
 
@@ -713,6 +722,16 @@ def main() -> None:
         ),
     )
     results["timeline"] = run("timeline", reuse=args.reuse, args=["timeline_cover.py"])
+    results["query"] = run(
+        "query",
+        reuse=args.reuse,
+        args=["query_bench.py"]
+        + (
+            ["--sf", "0.01", "--quick"]
+            if args.quick
+            else ["--sf", big, "--cube-sizes", "1000000,5000000"]
+        ),
+    )
     pngs = plots(results["read"])
     synthetic_png = synthetic_plot(results["synthetic"])
     (ROOT / "BENCHMARKS.md").write_text(render(results, pngs, synthetic_png))
