@@ -127,12 +127,36 @@ def previous_layout_copy(path: str, target: str) -> None:
         )
 
 
+def page_index_copy(path: str, target: str) -> None:
+    """The table at ``path`` with the same row groups, plus parquet page indexes."""
+    import pyarrow.parquet as pq
+
+    from server_plugin.parquet_statistics import parquet_write_options
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(Path(path) / "_delta_log", Path(target) / "_delta_log")
+    for f in Path(path).glob("*.parquet"):
+        source = pq.ParquetFile(f)
+        table = source.read()
+        options = parquet_write_options(table)
+        with pq.ParquetWriter(
+            Path(target) / f.name, table.schema, compression="snappy",
+            write_page_index=True, **options
+        ) as out:
+            for g in range(source.metadata.num_row_groups):
+                group = source.read_row_group(g)
+                out.write_table(group, row_group_size=group.num_rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--cube-size", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", default=None, help="write the JSON report here")
+    parser.add_argument(
+        "--page-index", action="store_true", help="also a copy of the table with page indexes"
+    )
     args = parser.parse_args()
 
     import qbeast_connect as qc
@@ -161,15 +185,12 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     qc.write(plain, path, columnsToIndex=COLUMNS, cubeSize=args.cube_size)
     write_s = time.perf_counter() - t0
     previous_layout_copy(path, previous)
-    tables = {
-        "qbeast": qc.QbeastTable.forPath(spark, path),
-        "qbeast previous layout": qc.QbeastTable.forPath(spark, previous),
-    }
-    sizes = {
-        "plain": layout_bytes(source),
-        "qbeast": layout_bytes(path),
-        "qbeast previous layout": layout_bytes(previous),
-    }
+    paths = {"qbeast": path, "qbeast previous layout": previous}
+    if args.page_index:
+        paths["qbeast + page index"] = str(OUT / "qbeast_page_index")
+        page_index_copy(path, paths["qbeast + page index"])
+    tables = {k: qc.QbeastTable.forPath(spark, p) for k, p in paths.items()}
+    sizes = {"plain": layout_bytes(source), **{k: layout_bytes(p) for k, p in paths.items()}}
     report: dict[str, Any] = {
         "machine": machine(),
         "date": time.strftime("%Y-%m-%d %H:%M"),
@@ -214,8 +235,7 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
                 "answer": answers[k],
             }
         if not isinstance(query, float):
-            same = answers["qbeast"] == answers["plain"] == answers["qbeast previous layout"]
-            entry["answers_equal"] = same
+            entry["answers_equal"] = len({tuple(a) for a in answers.values()}) == 1
         report["queries"][name] = entry
         print(name, json.dumps(entry, default=str), flush=True)
     return report

@@ -44,12 +44,23 @@ FLUSH_ROWS = 4_000_000
 FLUSH_BYTES = 512 << 20
 #: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
-#: Most rows of a row group of an indexed file: a long block is cut into row groups of
-#: consecutive Z-order ranges, whose statistics let a reader skip inside the cube.
+#: Most rows of a row group of an indexed file (see :func:`row_group_limits`).
 BLOCK_ROW_GROUP_ROWS = 131_072
-#: Fewest rows of a row group of an indexed file that small blocks are gathered into
-#: (or a quarter of the revision's cube size, if less: blocks of full cubes stay apart).
+#: Fewest rows of a row group that small blocks are gathered into (see :func:`row_group_limits`).
 MIN_ROW_GROUP_ROWS = 16_384
+
+
+def row_group_limits(cube_size: int) -> tuple[int, int]:
+    """``(most, least)`` rows of the row groups of an indexed file of this cube size.
+
+    A full block is cut into about eight row groups of consecutive Z-order ranges (at most
+    ``BLOCK_ROW_GROUP_ROWS`` rows, at least ``MIN_ROW_GROUP_ROWS``), whose statistics let a
+    reader skip inside the cube. Blocks of fewer than ``least`` rows (``MIN_ROW_GROUP_ROWS``,
+    or a quarter of a cube if less) may share a row group with their neighbours.
+    """
+    most = max(MIN_ROW_GROUP_ROWS, min(BLOCK_ROW_GROUP_ROWS, cube_size // 8))
+    least = max(1, min(MIN_ROW_GROUP_ROWS, cube_size // 4))
+    return most, least
 
 
 class _TaskBuffer:
@@ -178,10 +189,8 @@ class _TaskBuffer:
                 from qbeast_connect.index.block_order import row_group_bounds
 
                 assert self.revision is not None
-                least = max(1, min(MIN_ROW_GROUP_ROWS, self.revision.desired_cube_size // 4))
-                sizes = row_group_bounds(
-                    [b.element_count for b in blocks], BLOCK_ROW_GROUP_ROWS, least
-                )
+                most, least = row_group_limits(self.revision.desired_cube_size)
+                sizes = row_group_bounds([b.element_count for b in blocks], most, least)
                 with pq.ParquetWriter(
                     sink, table.schema, compression="snappy", **options
                 ) as out:

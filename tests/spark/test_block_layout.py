@@ -49,7 +49,7 @@ def test_indexed_files_hold_one_row_group_per_block_and_read_back_in_deltalake(
 ) -> None:
     plain, path = tables
     adds = live_adds(path)
-    least = CUBE // 4
+    most, least = writer.row_group_limits(CUBE)
     multi = 0
     rows = 0
     for name, add in adds.items():
@@ -57,7 +57,7 @@ def test_indexed_files_hold_one_row_group_per_block_and_read_back_in_deltalake(
         meta = pq.ParquetFile(Path(path) / name).metadata
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         counts = [b.element_count for b in blocks]
-        assert sizes == row_group_bounds(counts, writer.BLOCK_ROW_GROUP_ROWS, least), name
+        assert sizes == row_group_bounds(counts, most, least), name
         assert meta.num_row_groups >= sum(c >= least for c in counts)
         multi += meta.num_row_groups > 1
         rows += meta.num_rows

@@ -160,7 +160,7 @@ def test_row_groups_of_a_file_follow_its_blocks_in_cube_order(tmp_path: Path) ->
     plan = _plan(table, str(tmp_path), cube_size=1_000)
     message = writer.write_task(plan, iter(table.to_batches(max_chunksize=1_000)))
     assigner = CubeAssigner(2, plan.cube_weights)
-    least = 1_000 // 4  # blocks of fewer rows may share a row group
+    _, least = writer.row_group_limits(1_000)  # blocks of fewer rows may share a row group
     several = 0
     for f in message.files:
         blocks = decode_blocks(f.tags["blocks"])
@@ -191,6 +191,7 @@ def test_long_blocks_are_cut_into_row_groups_of_consecutive_morton_ranges(
     table = _data(20_000)
     plan = _plan(table, str(tmp_path), cube_size=1_000)
     monkeypatch.setattr(writer, "BLOCK_ROW_GROUP_ROWS", 128)
+    monkeypatch.setattr(writer, "MIN_ROW_GROUP_ROWS", 128)
     message = writer.write_task(plan, iter(table.to_batches(max_chunksize=1_000)))
     assigner = CubeAssigner(2, plan.cube_weights)
     cut = 0
@@ -203,3 +204,10 @@ def test_long_blocks_are_cut_into_row_groups_of_consecutive_morton_ranges(
                 assert int(ka.max()) <= int(kb.min())
                 cut += 1
     assert cut >= 20
+
+
+def test_row_group_limits_scale_with_the_cube_size() -> None:
+    assert writer.row_group_limits(1_000_000) == (125_000, 16_384)
+    assert writer.row_group_limits(5_000_000) == (writer.BLOCK_ROW_GROUP_ROWS, 16_384)
+    assert writer.row_group_limits(100_000) == (16_384, 16_384)
+    assert writer.row_group_limits(1_000) == (16_384, 250)
