@@ -7,7 +7,9 @@ Usage: python bench/layout_bench.py --sf 1 --cube-size 100000 --runs 5
   l_partkey): files in cube order, one row group per block, rows of a block in Z-order;
 * qbeast, previous layout: the same files and Delta log, every file rewritten in place of its
   copy with its rows in arrival order (the source order, l_orderkey, l_linenumber) and
-  row groups of 1M rows, as the writer wrote them before the block layout.
+  row groups of 1M rows and no page index, as the writer wrote them before the block layout;
+* with ``--page-index``, a copy of the qbeast table with the same row groups and page
+  indexes (the writer now writes them itself; the copy compares the two in one run).
 
 Each query aggregates the columns it reads (``sum(l_quantity)``,
 ``sum(l_extendedprice * (1 - l_discount))``, ``count(*)``, ``sum(hash(l_comment))``); the
@@ -123,7 +125,7 @@ def previous_layout_copy(path: str, target: str) -> None:
             Path(target) / f.name,
             compression="snappy",
             row_group_size=1_000_000,
-            **parquet_write_options(table),
+            **{**parquet_write_options(table), "write_page_index": False},
         )
 
 
@@ -138,10 +140,9 @@ def page_index_copy(path: str, target: str) -> None:
     for f in Path(path).glob("*.parquet"):
         source = pq.ParquetFile(f)
         table = source.read()
-        options = parquet_write_options(table)
+        options = {**parquet_write_options(table), "write_page_index": True}
         with pq.ParquetWriter(
-            Path(target) / f.name, table.schema, compression="snappy",
-            write_page_index=True, **options
+            Path(target) / f.name, table.schema, compression="snappy", **options
         ) as out:
             for g in range(source.metadata.num_row_groups):
                 group = source.read_row_group(g)
@@ -198,8 +199,10 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
         "sf": args.sf,
         "cube_size": args.cube_size,
         "qbeast_write_s": write_s,
-        "files": {k: len(list(Path(p).glob("*.parquet"))) for k, p in
-                  (("qbeast", path), ("plain", source))},
+        "files": {
+            k: len(list(Path(p).glob("*.parquet")))
+            for k, p in (("qbeast", path), ("plain", source))
+        },
         "bytes": sizes,
         "queries": {},
     }
