@@ -13,6 +13,11 @@ drop matching rows of FLOAT/DOUBLE columns written by pyarrow:
   ``Double.equals``, which tells ``-0.0`` from ``0.0``, while Spark compares them as equal:
   a row group whose dictionary holds only ``-0.0`` is skipped for ``x = 0.0``. Float
   columns holding a zero of either sign are therefore not dictionary-encoded.
+
+Files also carry a page index (per-page min/max, which Spark's reader uses to skip pages
+inside a row group). pyarrow writes it only for the columns that have statistics, so the
+NaN rule above covers it; a page of zeros is bounded by ``-0.0`` and ``+0.0`` as a row
+group is.
 """
 
 from __future__ import annotations
@@ -70,13 +75,17 @@ def _holds_zero(column: Any) -> bool:
 
 
 def parquet_write_options(table: pa.Table) -> dict[str, Any]:
-    """``write_statistics`` and ``use_dictionary`` for ``pyarrow.parquet.write_table``."""
+    """``write_statistics``, ``use_dictionary`` and ``write_page_index`` for
+    ``pyarrow.parquet.write_table`` (and ``ParquetWriter``)."""
     zeros = [
         name
         for name, field in zip(table.column_names, table.schema, strict=True)
         if pa.types.is_floating(field.type) and _holds_zero(table.column(name))
     ]
-    options: dict[str, Any] = {"write_statistics": statistics_columns(table)}
+    options: dict[str, Any] = {
+        "write_statistics": statistics_columns(table),
+        "write_page_index": True,
+    }
     if zeros:
         options["use_dictionary"] = [n for n in table.column_names if n not in zeros]
     return options

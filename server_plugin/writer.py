@@ -44,13 +44,32 @@ FLUSH_ROWS = 4_000_000
 FLUSH_BYTES = 512 << 20
 #: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
+#: Most rows of a row group of an indexed file (see :func:`row_group_limits`).
+BLOCK_ROW_GROUP_ROWS = 131_072
+#: Fewest rows of a row group that small blocks are gathered into (see :func:`row_group_limits`).
+MIN_ROW_GROUP_ROWS = 16_384
+
+
+def row_group_limits(cube_size: int) -> tuple[int, int]:
+    """``(most, least)`` rows of the row groups of an indexed file of this cube size.
+
+    A full block is cut into about eight row groups of consecutive Z-order ranges (at most
+    ``BLOCK_ROW_GROUP_ROWS`` rows, at least ``MIN_ROW_GROUP_ROWS``), whose statistics let a
+    reader skip inside the cube. Blocks of fewer than ``least`` rows (``MIN_ROW_GROUP_ROWS``,
+    or a quarter of a cube if less) may share a row group with their neighbours.
+    """
+    most = max(MIN_ROW_GROUP_ROWS, min(BLOCK_ROW_GROUP_ROWS, cube_size // 8))
+    least = max(1, min(MIN_ROW_GROUP_ROWS, cube_size // 4))
+    return most, least
 
 
 class _TaskBuffer:
     """Rows of one write task with their file group, cube and weight, until a flush.
 
-    Rows are buffered as they arrive and written out at a flush with one stable sort by
-    file group and one ``take``: each group is then a zero-copy slice written as one file.
+    Rows are buffered as they arrive and written out at a flush with one sort by file
+    group, cube and Z-order inside the cube (``qbeast_connect.index.block_order``) and one
+    ``take``: each group is then a zero-copy slice written as one file, its blocks in cube
+    order, every block but small ones in row groups of its own.
     """
 
     def __init__(self, plan: WritePlan, storage: Storage) -> None:
@@ -71,11 +90,13 @@ class _TaskBuffer:
         self.groups: list[np.ndarray] = []
         self.cubes: list[np.ndarray] = []
         self.weights: list[np.ndarray] = []
+        self.keys: list[np.ndarray] = []
         self.rows = 0
         self.bytes = 0
         self.written: list[WrittenFile] = []
 
     def add(self, batch: pa.RecordBatch) -> None:
+        from qbeast_connect.index.block_order import morton_keys
         from qbeast_connect.index.normalize import normalize
         from qbeast_connect.index.space import check_inside_space
 
@@ -94,6 +115,7 @@ class _TaskBuffer:
             self.groups.append(self.plan.layout.groups(inverse, labels, weights))
             self.cubes.append(local[inverse])
             self.weights.append(weights)
+            self.keys.append(morton_keys(points))
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
         if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
@@ -114,15 +136,21 @@ class _TaskBuffer:
             self.written.append(self._write(table, None))
         else:
             from qbeast_connect.index.assignment import block_summaries
+            from qbeast_connect.index.block_order import file_order
+            from qbeast_connect.model.cube_id import cube_string_sort_key
 
             groups = np.concatenate(self.groups)
-            cubes = np.concatenate(self.cubes)
+            # cubes by CubeId rank: a file's blocks are written in cube order
+            by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
+                self.labels[i]))
+            rank_of = np.empty(len(self.labels), dtype=np.int32)
+            rank_of[np.asarray(by_rank, dtype=np.int64)] = np.arange(len(by_rank), dtype=np.int32)
+            labels = [self.labels[i] for i in by_rank]
+            cubes = rank_of[np.concatenate(self.cubes)]
             weights = np.concatenate(self.weights)
-            # (group, cube, min weight, rows), sorted by group: the blocks of every file
+            # (group, cube rank, min weight, rows), sorted by group then cube: the row order
             summaries = block_summaries(groups, cubes, weights)
-            # a stable sort of small integers is a radix sort in numpy: linear in the rows
-            key = groups.astype(np.int16) if int(groups.max()) < 2**15 else groups
-            order = np.argsort(key, kind="stable")
+            order = file_order(groups, cubes, np.concatenate(self.keys))
             table = table.take(pa.array(order))
             counts = np.bincount(groups, minlength=int(groups.max()) + 1)
             start = 0
@@ -132,7 +160,7 @@ class _TaskBuffer:
                 blocks = []
                 while at < len(summaries) and summaries[at][0] == group:
                     _, cube_index, low, count = summaries[at]
-                    label = self.labels[cube_index]
+                    label = labels[cube_index]
                     blocks.append(
                         Block(
                             cube_id=label,
@@ -145,19 +173,31 @@ class _TaskBuffer:
                 self.written.append(self._write(table.slice(start, end - start), blocks))
                 start = end
         self.batches, self.groups, self.cubes, self.weights = [], [], [], []
+        self.keys = []
         self.rows = 0
         self.bytes = 0
 
     def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
+        options = parquet_write_options(table)
         with self.storage.open_output(name) as sink:
-            pq.write_table(
-                table,
-                sink,
-                compression="snappy",
-                row_group_size=ROW_GROUP_ROWS,
-                **parquet_write_options(table),
-            )
+            if blocks is None:
+                pq.write_table(
+                    table, sink, compression="snappy", row_group_size=ROW_GROUP_ROWS, **options
+                )
+            else:
+                from qbeast_connect.index.block_order import row_group_bounds
+
+                assert self.revision is not None
+                most, least = row_group_limits(self.revision.desired_cube_size)
+                sizes = row_group_bounds([b.element_count for b in blocks], most, least)
+                with pq.ParquetWriter(
+                    sink, table.schema, compression="snappy", **options
+                ) as out:
+                    offset = 0
+                    for size in sizes:
+                        out.write_table(table.slice(offset, size), row_group_size=size)
+                        offset += size
         info = self.storage.file_info(name)
         tags = None
         if blocks is not None and self.revision is not None:

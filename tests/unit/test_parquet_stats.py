@@ -40,3 +40,24 @@ def test_nan_columns_get_no_parquet_bounds(tmp_path: Path) -> None:
 def test_files_without_nan_keep_every_bound() -> None:
     table = pa.table({"x": [1.0, math.inf], "n": [1, None]})
     assert parquet_statistics(table) is True
+
+
+def test_page_index_only_for_columns_with_statistics(tmp_path: Path) -> None:
+    from server_plugin.parquet_statistics import parquet_write_options
+
+    table = pa.table(
+        {
+            "x": [1.0, math.nan, 3.0] * 1000,
+            "z": [-0.0, 0.0, 2.0] * 1000,
+            "n": list(range(3000)),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, **parquet_write_options(table))
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    indexed = {
+        chunk.column(i).path_in_schema: chunk.column(i).has_column_index
+        for i in range(chunk.num_columns)
+    }
+    assert indexed == {"x": False, "z": True, "n": True}
+    assert str(pq.read_table(path).to_pylist()) == str(table.to_pylist())

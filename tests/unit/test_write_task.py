@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from pathlib import Path
@@ -132,3 +133,81 @@ def test_row_outside_the_revision_space_raises_input_changed_and_leaves_no_file(
     with pytest.raises(InputChangedError, match="column 'x' has value 250.0"):
         writer.write_task(plan, iter(batches))
     assert list(tmp_path.glob("*.parquet")) == []
+
+
+def _row_group_cubes(
+    path: Path, plan: WritePlan, assigner: CubeAssigner
+) -> list[tuple[list[str], np.ndarray]]:
+    """Per row group of a file: the cube of every row and the Morton key of its point."""
+    from qbeast_connect.index.block_order import morton_keys
+
+    revision = Revision.from_json(plan.revision_json)
+    footer = pq.ParquetFile(path)
+    out = []
+    for i in range(footer.num_row_groups):
+        data = footer.read_row_group(i)
+        columns = [data.column("x"), data.column("y")]
+        points = normalize(revision.transformations, columns)
+        labels, inverse = assigner.assign_labels(points, spark_hash_columns(columns))
+        out.append(([labels[j] for j in inverse.tolist()], morton_keys(points)))
+    return out
+
+
+def test_row_groups_of_a_file_follow_its_blocks_in_cube_order(tmp_path: Path) -> None:
+    from qbeast_connect.model.cube_id import cube_string_sort_key
+
+    table = _data(20_000)
+    plan = _plan(table, str(tmp_path), cube_size=1_000)
+    message = writer.write_task(plan, iter(table.to_batches(max_chunksize=1_000)))
+    assigner = CubeAssigner(2, plan.cube_weights)
+    _, least = writer.row_group_limits(1_000)  # blocks of fewer rows may share a row group
+    several = 0
+    for f in message.files:
+        blocks = decode_blocks(f.tags["blocks"])
+        assert [b.cube_id for b in blocks] == sorted(
+            (b.cube_id for b in blocks), key=cube_string_sort_key
+        )
+        groups = _row_group_cubes(tmp_path / f.path, plan, assigner)
+        several += len(groups) > 1
+        # rows in cube order, each row group a run of the file's blocks
+        rows = [cube for cubes, _ in groups for cube in cubes]
+        expected = [b.cube_id for b in blocks for _ in range(b.element_count)]
+        assert rows == expected
+        for cubes, _ in groups:
+            counts = {c: cubes.count(c) for c in cubes}
+            if len(counts) > 1:
+                # only small blocks share a row group
+                sizes = {b.cube_id: b.element_count for b in blocks}
+                assert all(sizes[c] < least for c in counts), counts
+            else:
+                (cube,) = counts
+                assert next(b for b in blocks if b.cube_id == cube).element_count == len(cubes)
+    assert several >= 3  # multi-cube files are written as several row groups
+
+
+def test_long_blocks_are_cut_into_row_groups_of_consecutive_morton_ranges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _data(20_000)
+    plan = _plan(table, str(tmp_path), cube_size=1_000)
+    monkeypatch.setattr(writer, "BLOCK_ROW_GROUP_ROWS", 128)
+    monkeypatch.setattr(writer, "MIN_ROW_GROUP_ROWS", 128)
+    message = writer.write_task(plan, iter(table.to_batches(max_chunksize=1_000)))
+    assigner = CubeAssigner(2, plan.cube_weights)
+    cut = 0
+    for f in message.files:
+        groups = _row_group_cubes(tmp_path / f.path, plan, assigner)
+        assert all(len(cubes) <= 128 for cubes, _ in groups)
+        for (a, ka), (b, kb) in itertools.pairwise(groups):
+            if len(set(a)) == 1 and set(a) == set(b):
+                # two row groups of one block: disjoint, ascending Z-order ranges
+                assert int(ka.max()) <= int(kb.min())
+                cut += 1
+    assert cut >= 20
+
+
+def test_row_group_limits_scale_with_the_cube_size() -> None:
+    assert writer.row_group_limits(1_000_000) == (125_000, 16_384)
+    assert writer.row_group_limits(5_000_000) == (writer.BLOCK_ROW_GROUP_ROWS, 16_384)
+    assert writer.row_group_limits(100_000) == (16_384, 16_384)
+    assert writer.row_group_limits(1_000) == (16_384, 250)
