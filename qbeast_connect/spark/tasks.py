@@ -20,6 +20,25 @@ from qbeast_connect.model.revision import Revision
 DOMAIN_SCHEMA = "cube string, domain double"
 
 
+def _domain_estimator(params: dict[str, Any]) -> tuple[Revision, Any]:
+    """The revision and an empty local-OTree estimator from a domain task's parameters
+    (``revision``, ``groupCubeSize``, ``bufferCapacity``, ``existing``)."""
+    from qbeast_connect.index.estimation import DomainEstimator
+
+    revision = Revision.from_json(params["revision"])
+    d = revision.dimension_count
+    existing = {
+        CubeId.from_string(cube, d): int(weight) for cube, weight in params["existing"].items()
+    }
+    estimator = DomainEstimator(
+        d,
+        int(params["groupCubeSize"]),
+        int(params["bufferCapacity"]),
+        existing_max_weights=existing or None,
+    )
+    return revision, estimator
+
+
 def estimate_domains(
     params_json: str, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
@@ -32,22 +51,12 @@ def estimate_domains(
         batches: Arrow batches with the weight column, then the indexed columns in the
             revision's order (read by position).
     """
-    from qbeast_connect.index.estimation import DomainEstimator
     from qbeast_connect.index.normalize import normalize
     from qbeast_connect.index.space import check_inside_space
 
     params = json.loads(params_json)
-    revision = Revision.from_json(params["revision"])
+    revision, estimator = _domain_estimator(params)
     d = revision.dimension_count
-    existing = {
-        CubeId.from_string(cube, d): int(weight) for cube, weight in params["existing"].items()
-    }
-    estimator = DomainEstimator(
-        d,
-        int(params["groupCubeSize"]),
-        int(params["bufferCapacity"]),
-        existing_max_weights=existing or None,
-    )
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -160,22 +169,12 @@ def append_domains(
             ``existing`` (as :func:`estimate_domains`) and ``maxRows``.
         batches: Arrow batches with the weight column, then the indexed columns.
     """
-    from qbeast_connect.index.estimation import DomainEstimator
     from qbeast_connect.index.normalize import normalize
 
     schema = pa.schema([("cube", pa.string()), ("domain", pa.float64()), ("note", pa.string())])
     params = json.loads(params_json)
-    revision = Revision.from_json(params["revision"])
+    revision, estimator = _domain_estimator(params)
     d = revision.dimension_count
-    existing = {
-        CubeId.from_string(cube, d): int(weight) for cube, weight in params["existing"].items()
-    }
-    estimator = DomainEstimator(
-        d,
-        int(params["groupCubeSize"]),
-        int(params["bufferCapacity"]),
-        existing_max_weights=existing or None,
-    )
     max_rows = int(params["maxRows"])
     rows = 0
     for batch in batches:
