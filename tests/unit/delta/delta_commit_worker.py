@@ -1,11 +1,13 @@
 """Subprocess worker for the concurrency tests: N blind appends to one table.
 
-Usage: python delta_commit_worker.py <table root> <worker id> <commits> <start epoch s>
-Prints one line per commit: ``<version> <file key>``.
+Usage: python delta_commit_worker.py <table root> <worker id> <commits> <go file>
+Prints ``ready`` once imported, waits for the go file (so that every worker starts
+committing at the same moment), then one line per commit: ``<version> <file key>``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,9 +26,10 @@ from server_plugin.delta.uris import normalize_path
 
 
 def main() -> None:
-    root, worker, count, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    root, worker, count, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     storage = LocalStorage(root)
-    while time.time() < start:
+    print("ready", flush=True)
+    while not os.path.exists(go):
         time.sleep(0.001)
     read_version: int | None = None
     for i in range(count):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -123,3 +124,26 @@ def log_lines(storage: Storage, version: int) -> list[str]:
     """The raw lines of commit ``version``."""
     data = storage.read_bytes(f"_delta_log/{version:020d}.json").decode("utf-8")
     return data.split("\n")
+
+
+def start_together(commands: Sequence[Sequence[str]], go_file: Path, **popen: Any) -> list[Any]:
+    """Start one process per command and release them at the same moment.
+
+    Each process prints ``ready`` once it has imported what it needs and then waits until
+    ``go_file`` exists; this touches it when every process is ready. No fixed sleep, so a
+    slow interpreter start only delays the race, never skips it.
+    """
+    procs = [
+        subprocess.Popen(
+            list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+        )
+        for cmd in commands
+    ]
+    for proc in procs:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if line != "ready":
+            _out, err = proc.communicate(timeout=60)
+            raise AssertionError(f"worker did not start: {line!r} {err}")
+    go_file.touch()
+    return procs

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import deltalake
 import pyarrow as pa
-from delta_testlib import create_table, read_rows
+from delta_testlib import create_table, read_rows, start_together
 
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import LocalStorage
@@ -25,16 +23,14 @@ def test_two_processes_with_50_blind_appends_each(tmp_path: Path) -> None:
     storage = LocalStorage(path)
     create_table(storage, pa.table({"id": pa.array([-1], pa.int64())}))
     per_worker = 50
-    start = time.time() + 1.5  # both processes start committing at the same moment
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(path), str(w), str(per_worker), str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in (1, 2)
-    ]
+    go = tmp_path / "go"
+    procs = start_together(
+        [
+            [sys.executable, str(WORKER), str(path), str(w), str(per_worker), str(go)]
+            for w in (1, 2)
+        ],
+        go,
+    )
     committed: dict[int, str] = {}
     for proc in procs:
         out, err = proc.communicate(timeout=120)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -23,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from delta_testlib import REPO_ROOT, append, create_table, write_data_file
+from delta_testlib import REPO_ROOT, append, create_table, start_together, write_data_file
 
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto")
@@ -527,7 +526,7 @@ def test_put_if_absent_race_threads(bucket: str) -> None:
 
 _APPENDER = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {here!r})
     import pyarrow as pa
@@ -538,11 +537,12 @@ _APPENDER = textwrap.dedent(
     from server_plugin.delta.log_reader import latest_version
     from server_plugin.delta.storage import storage_for
 
-    uri, worker, count, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    uri, worker, count, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     storage = storage_for(uri)  # endpoint and credentials from the environment
     storage.check_conditional_put()
     read_version = latest_version(storage)
-    while time.time() < start:
+    print("ready", flush=True)
+    while not os.path.exists(go):
         time.sleep(0.001)
     for i in range(count):
         add = write_data_file(
@@ -575,17 +575,15 @@ def test_four_processes_ten_commits_each_lose_nothing(
     )
     workers, per_worker = 4, 10
     env = {**os.environ, **s3_env}
-    start = time.time() + 3.0
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(script), uri, str(w), str(per_worker), str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for w in range(1, workers + 1)
-    ]
+    go = tmp_path / "go"
+    procs = start_together(
+        [
+            [sys.executable, str(script), uri, str(w), str(per_worker), str(go)]
+            for w in range(1, workers + 1)
+        ],
+        go,
+        env=env,
+    )
     committed: dict[int, str] = {}
     for proc in procs:
         out, err = proc.communicate(timeout=120)
