@@ -189,7 +189,7 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     parquet_bytes = dir_bytes(parquet_path)
     parquet_files = len(spark.read.parquet(parquet_path).inputFiles())
     zfiles = max(t.getIndexMetrics().file_count for t in tables.values())
-    zorder = zorder_copy(source, COLUMNS, zfiles, name="q18_zorder")
+    zorder = zorder_copy(source, COLUMNS, zfiles, name="q18_zorder", reuse=args.reuse_zorder)
 
     plain = spark.read.parquet(parquet_path)
     z_all = [f"{zorder.path}/{f['path']}" for f in zorder.files]
@@ -388,6 +388,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per read")
     parser.add_argument("--write-rounds", type=int, default=3, help="timed writes and appends")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run")
+    parser.add_argument(
+        "--reuse-zorder",
+        action="store_true",
+        help="reuse the deltalake z-ordered copy a previous run built from the same data",
+    )
     parser.add_argument("--out", default=None, help="write the JSON report here")
     args = parser.parse_args()
     if args.quick:
