@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import math
 import os
 import sys
 import time
@@ -40,17 +41,21 @@ def generate_lineitem(scale_factor: float, out_dir: str) -> str:
         "tpch.duckdb_extension",
     )
     found = sorted(glob.glob(pattern))
-    con = duckdb.connect()
-    if found:
-        con.execute(f"LOAD '{os.path.realpath(found[-1])}'")
-    else:  # pragma: no cover - only without the packaged extension
+    if not found:  # pragma: no cover - only without the packaged extension
         raise MissingDependencyError(
             "the TPC-H extension is missing: pip install 'duckdb-ext-tpch==1.4.4.20260205'"
         )
-    con.execute(f"CALL dbgen(sf={scale_factor})")
-    con.execute(
-        f"COPY lineitem TO '{target}/lineitem.parquet' (FORMAT parquet, ROW_GROUP_SIZE 122880)"
-    )
+    # dbgen holds every TPC-H table in memory: above sf 10 it runs in steps of about sf 10
+    # (dbgen's own children/step split), one file per step, so memory stays bounded
+    steps = max(1, math.ceil(scale_factor / 10))
+    for step in range(steps):
+        con = duckdb.connect()
+        con.execute(f"LOAD '{os.path.realpath(found[-1])}'")
+        split = f", children={steps}, step={step}" if steps > 1 else ""
+        con.execute(f"CALL dbgen(sf={scale_factor}{split})")
+        name = "lineitem.parquet" if steps == 1 else f"lineitem-{step:03d}.parquet"
+        con.execute(f"COPY lineitem TO '{target}/{name}' (FORMAT parquet, ROW_GROUP_SIZE 122880)")
+        con.close()
     (target / "_SUCCESS").write_text("")
     return str(target)
 
