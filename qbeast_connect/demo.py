@@ -45,9 +45,9 @@ def generate_lineitem(scale_factor: float, out_dir: str) -> str:
         raise MissingDependencyError(
             "the TPC-H extension is missing: pip install 'duckdb-ext-tpch==1.4.4.20260205'"
         )
-    # dbgen holds every TPC-H table in memory: above sf 10 it runs in steps of about sf 10
-    # (dbgen's own children/step split), one file per step, so memory stays bounded
-    steps = max(1, math.ceil(scale_factor / 10))
+    # dbgen holds every TPC-H table in memory (about 1.5 GB per unit of sf): above sf 3 it
+    # runs in steps of about sf 3 (dbgen's own children/step split), one file per step
+    steps = max(1, math.ceil(scale_factor / 3))
     for step in range(steps):
         con = duckdb.connect()
         con.execute(f"LOAD '{os.path.realpath(found[-1])}'")
