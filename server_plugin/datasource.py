@@ -89,7 +89,7 @@ class _RowSource(DataSource):
     def name(cls) -> str:
         return cls.format_name
 
-    def schema(self) -> str:
+    def schema(self) -> StructType | str:
         return "kind string, payload string"
 
 

@@ -16,8 +16,8 @@ Python worker task.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import TableNotFoundError
 from server_plugin import snapshot_cache
