@@ -104,7 +104,7 @@ def test_state_larger_than_the_schema_limit_is_read_as_rows(
 def test_schema_answer_errors_keep_their_qbeast_type(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     qc.write(_rows(spark, 0, 10), path, columnsToIndex="x")
-    with pytest.raises(qc.TableNotFoundError):
+    with pytest.raises(qc.InvalidOptionError, match="version 5 does not exist"):
         qc.QbeastTable.forPath(spark, path, versionAsOf=5)
     with pytest.raises(qc.TableNotFoundError):
         qc.QbeastTable.forPath(spark, str(tmp_path / "missing"))
