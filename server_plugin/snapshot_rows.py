@@ -67,9 +67,9 @@ def snapshot_rows(
 #: The field metadata key of :func:`state_schema` that holds the rows, as JSON text.
 STATE_KEY = "qbeast.snapshot.rows"
 
-#: The most characters of row text a schema answer carries. A larger state (a first read of
-#: a table of some ten thousand files) is better streamed as rows by a query.
-STATE_SCHEMA_LIMIT = 2_000_000
+#: The most characters of row text a schema answer carries unless the client names its own
+#: limit. A larger state is better streamed as rows by a query.
+STATE_SCHEMA_LIMIT = 16_000_000
 
 
 def state_schema(rows: Iterable[tuple[str, str]], limit: int = STATE_SCHEMA_LIMIT) -> StructType:

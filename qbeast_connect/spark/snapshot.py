@@ -141,45 +141,51 @@ def load_table_state(
         options["since"] = base.token
     if not CACHE_ENABLED:
         options["cache"] = "false"
-    rows = fetch_snapshot_rows(spark, options)
+    rows, as_rows = fetch_snapshot_rows(spark, options, as_rows=base is not None and base.as_rows)
     state, token = _decode(path, rows, base)
     if not state.exists and not latest:
         raise TableNotFoundError(f"no Delta table at {path}")
     if latest and CACHE_ENABLED:
-        _store(key, None if token is None else _Cached(token, state))
+        _store(key, None if token is None else _Cached(token, state, as_rows))
     return state
 
 
 def fetch_snapshot_rows(
-    spark: SparkSession | ConnectSparkSession, options: Mapping[str, str]
-) -> list[tuple[str, str]]:
+    spark: SparkSession | ConnectSparkSession, options: Mapping[str, str], as_rows: bool = False
+) -> tuple[list[tuple[str, str]], bool]:
     """The plugin's snapshot rows for ``options``, in one round trip when they are small.
 
     The plugin answers a ``what=state`` query in its schema (``server_plugin/snapshot_rows.py``),
     so asking for the schema is the whole exchange: Spark analyses the query in its driver
     and runs no job. Each request names a fresh ``nonce``, so no server cache of analysed
     plans can answer it with an older state. A state too large for a schema (or a plugin
-    without schema answers) is then read as rows by one query.
+    without schema answers) is then read as rows by one query; so is every read when
+    ``as_rows`` (the ``since`` token then came from a rows query, whose Python worker is
+    the process that holds its state, not the driver's).
+
+    Returns:
+        The rows, and whether they were read as rows.
     """
-    reader = spark.read.format(SNAPSHOT_FORMAT).options(**options)
-    reader = reader.option("what", "state").option("nonce", _nonce())
-    reader = reader.option("stateLimit", str(STATE_LIMIT))
-    with translate_errors():
-        fields = reader.load().schema.fields
-    text = fields[-1].metadata.get(STATE_KEY) if fields else None
-    if isinstance(text, str):
-        return [(str(kind), str(payload)) for kind, payload in json.loads(text)]
+    if not as_rows:
+        reader = spark.read.format(SNAPSHOT_FORMAT).options(**options)
+        reader = reader.option("what", "state").option("nonce", _nonce())
+        reader = reader.option("stateLimit", str(STATE_LIMIT))
+        with translate_errors():
+            fields = reader.load().schema.fields
+        text = fields[-1].metadata.get(STATE_KEY) if fields else None
+        if isinstance(text, str):
+            return [(str(kind), str(payload)) for kind, payload in json.loads(text)], False
     rows_reader = spark.read.format(SNAPSHOT_FORMAT).options(**options).schema(_ROW_SCHEMA)
     with translate_errors():
-        return _collect_pairs(rows_reader.option("what", "snapshot").load())
+        return _collect_pairs(rows_reader.option("what", "snapshot").load()), True
 
 
 STATE_KEY = "qbeast.snapshot.rows"
 """The field metadata key the plugin puts a schema answer under (as JSON text)."""
 
-STATE_LIMIT = 2_000_000
-"""The most characters of rows the plugin puts in a schema answer; a larger state (the first
-read of a table of several thousand files) comes as rows by a query, which streams it."""
+STATE_LIMIT = 16_000_000
+"""The most characters of rows the plugin puts in a schema answer (a full state of 10,000
+files is about 4.8 million); a larger state comes as rows by a query, which streams it."""
 
 _ROW_SCHEMA = "kind string, payload string"
 _nonces = itertools.count()
@@ -215,6 +221,7 @@ _states: OrderedDict[tuple[Any, str], _Cached] = OrderedDict()
 class _Cached:
     token: str
     state: TableState
+    as_rows: bool = False
 
 
 def _cached(key: tuple[Any, str]) -> _Cached | None:

@@ -92,13 +92,31 @@ def test_state_larger_than_the_schema_limit_is_read_as_rows(
         calls.append(1)
         return collect(df)
 
+    nonce = client_snapshot._nonce
+    schema_asks: list[int] = []
+
+    def counted_nonce() -> str:
+        schema_asks.append(1)
+        return nonce()
+
     monkeypatch.setattr(client_snapshot, "_collect_pairs", counted)
+    monkeypatch.setattr(client_snapshot, "_nonce", counted_nonce)
     monkeypatch.setattr(client_snapshot, "STATE_LIMIT", 100)
     client_snapshot.clear_state_cache()
     table = qc.QbeastTable.forPath(spark, table_path)
-    assert calls == [1]
+    assert (calls, schema_asks) == ([1], [1])
     _same(table._state, _state_by_query(spark, table_path))
     assert table.read().count() == 400
+    # the state came from a rows query: the next reads go there at once, for a difference
+    qc.write(_rows(spark, 400, 450), table_path, mode="append")
+    calls.clear()
+    schema_asks.clear()
+    after = qc.QbeastTable.forPath(spark, table_path)
+    assert (calls, schema_asks) == ([1], [])
+    assert after.version() == 2
+    assert set(a["path"] for a in after._state.adds) == set(live_adds(table_path))
+    _same(after._state, _state_by_query(spark, table_path))
+    assert after.read().count() == 450
 
 
 def test_schema_answer_errors_keep_their_qbeast_type(spark: Any, tmp_path: Path) -> None:
