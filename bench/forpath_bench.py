@@ -1,6 +1,6 @@
 """Fixed cost per query: ``QbeastTable.forPath`` + planning on tables of 1k and 10k files.
 
-Usage: python bench/forpath_bench.py [--sizes 100,1000] [--files-per-commit 10] [--rounds 5]
+Usage: python bench/forpath_bench.py [--sizes 100,1000] [--files-per-commit 10] [--rounds 20]
 
 Builds (once, reused from the bench dir) tables of ``commits x files-per-commit`` files with
 ``bench/log_bench.py``'s builder (checkpoints every 10 commits), then in ONE run and one
@@ -14,7 +14,15 @@ Connect session, for each table, medians of ``rounds``:
 * the phases of a full load measured in-process: server replay, row encoding (replay
   included), client decode, qbeast snapshot build; and the same two sides on the cached
   path (an unchanged table);
-* a plugin query answering one row, the floor of any snapshot read on this machine.
+* a plugin query answering one row, the floor of any snapshot read on this machine;
+* the round-trip floors (``--breakdown``, on by default): a trivial Connect query
+  (``spark.range(1)``), ``select 1``, a ``spark.conf.get``, an analysis-only round trip
+  (``df.schema``), the plugin's one-row query and its analysis-only probe; then, per table,
+  ``forPath`` and ``forPath`` + ``explainScan`` as they are (the snapshot answered in the
+  schema of an analysed query) side by side with the previous path (a rows query through a
+  Spark job, collected with ``collect()``), medians of ``rounds`` in the same run; and the
+  Python invocations each path causes in the server (traced by a copy of the snapshot
+  source that logs each call to a file).
 """
 
 from __future__ import annotations
@@ -129,12 +137,141 @@ def timed_forpath(spark: Any, path: str, rounds: int, cached: bool) -> dict[str,
     return {"forPath": median(forpath), "forPath_plan": median(planned)}
 
 
+def _median_ms(action: Any, rounds: int) -> float:
+    action()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - t0)
+    return median(times) * 1000
+
+
+def round_trip_floors(spark: Any, rounds: int) -> dict[str, float]:
+    """Milliseconds of the cheapest Connect calls: what no snapshot read can go below."""
+    count = iter(range(10**9))
+
+    def probe() -> Any:
+        return spark.read.format("qbeast_snapshot").option("probe", "true")
+
+    return {
+        "conf.get": _median_ms(lambda: spark.conf.get("spark.sql.session.timeZone"), rounds),
+        "range(1).schema (analysis only)": _median_ms(lambda: spark.range(1).schema, rounds),
+        "range(1) ExecutePlan (Arrow)": _median_ms(lambda: spark.range(1)._to_table(), rounds),
+        "range(1).collect()": _median_ms(lambda: spark.range(1).collect(), rounds),
+        "sql('select 1').collect()": _median_ms(lambda: spark.sql("select 1").collect(), rounds),
+        "plugin one-row query, collect()": _median_ms(lambda: probe().load().collect(), rounds),
+        "plugin analysis only (schema)": _median_ms(
+            lambda: probe().option("nonce", str(next(count))).load().schema, rounds
+        ),
+    }
+
+
+def legacy_forpath(spark: Any, path: str) -> Any:
+    """``forPath`` as before schema answers: a rows query (a Spark job) and ``collect()``.
+
+    It keeps its own cached state and token (as the previous client did), so the plugin
+    answers it with a difference too.
+    """
+    import qbeast_connect as qc
+    from qbeast_connect.spark import snapshot as client_snapshot
+
+    key = ("legacy", path)
+    base = client_snapshot._cached(key)
+    reader = spark.read.format("qbeast_snapshot").option("path", path)
+    if base is not None:
+        reader = reader.option("since", base.token)
+    rows = reader.load().collect()
+    state, token = client_snapshot._decode(path, ((r[0], r[1]) for r in rows), base)
+    client_snapshot._store(key, None if token is None else client_snapshot._Cached(token, state))
+    return qc.QbeastTable(spark, path, state)
+
+
+def breakdown(spark: Any, path: str, rounds: int) -> dict[str, float]:
+    """Milliseconds of forPath and forPath + explainScan, before and after, same run."""
+    import qbeast_connect as qc
+
+    where = "x < 0.1 AND y > 0.5"
+    now = qc.QbeastTable.forPath
+    return {
+        "forPath before": _median_ms(lambda: legacy_forpath(spark, path), rounds),
+        "forPath after": _median_ms(lambda: now(spark, path), rounds),
+        "forPath+plan before": _median_ms(
+            lambda: legacy_forpath(spark, path).explainScan(where), rounds
+        ),
+        "forPath+plan after": _median_ms(lambda: now(spark, path).explainScan(where), rounds),
+    }
+
+
+TRACE_FILE = BENCH_DIR / "forpath_trace.log"
+
+
+def python_invocations(spark: Any, path: str) -> dict[str, list[str]]:
+    """The server's Python calls for one snapshot read, by path: ``name@process`` in order.
+
+    A copy of the snapshot source defined in this script (so Spark receives it by value)
+    logs every call it gets; each process is named by the order it first appears in.
+    """
+    from server_plugin.datasource import QbeastSnapshotSource, _SnapshotReader
+
+    trace = str(TRACE_FILE)
+
+    def log(event: str) -> None:
+        import os as _os
+
+        with open(trace, "a") as out:
+            out.write(f"{_os.getpid()} {event}\n")
+
+    class TracedReader(_SnapshotReader):
+        def partitions(self) -> Any:
+            log("reader.partitions")
+            return super().partitions()
+
+        def read(self, partition: Any) -> Any:
+            log("reader.read")
+            yield from super().read(partition)
+
+    class TracedSource(QbeastSnapshotSource):
+        format_name = "qbeast_snapshot_traced"
+
+        def schema(self) -> Any:
+            log("DataSource.schema")
+            return super().schema()
+
+        def reader(self, schema: Any) -> Any:
+            log("DataSource.reader")
+            return TracedReader(self.options)
+
+    spark.dataSource.register(TracedSource)
+    found: dict[str, list[str]] = {}
+    for name, what in (("before (rows query)", "snapshot"), ("after (schema)", "state")):
+        TRACE_FILE.write_text("")
+        reader = spark.read.format("qbeast_snapshot_traced").option("path", path)
+        reader = reader.option("what", what).option("nonce", str(time.time_ns()))
+        if what == "state":
+            reader.load().schema  # noqa: B018 - the analysis is the read
+        else:
+            reader.load().collect()
+        pids: dict[str, int] = {}
+        events = []
+        for line in TRACE_FILE.read_text().splitlines():
+            pid, event = line.split(" ", 1)
+            events.append(f"{event}@p{pids.setdefault(pid, len(pids) + 1)}")
+        found[name] = events
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100,1000", help="commits per table, comma separated")
     parser.add_argument("--files-per-commit", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--breakdown-only",
+        action="store_true",
+        help="only the round-trip floors, the before/after breakdown and the Python calls",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     paths = {n: table_path(n, args.files_per_commit) for n in sizes}
@@ -143,6 +280,18 @@ def main() -> None:
 
     spark = qc.session()
     report: dict[str, Any] = {"machine": machine(), "rounds": args.rounds, "tables": {}}
+    report["floors_ms"] = round_trip_floors(spark, args.rounds)
+    report["breakdown_ms"] = {}
+    for n, path in paths.items():
+        report["breakdown_ms"][n * args.files_per_commit] = breakdown(spark, path, args.rounds)
+    report["python_invocations"] = python_invocations(spark, paths[sizes[0]])
+    report["floors_ms_end"] = round_trip_floors(spark, args.rounds)
+    print_breakdown(report)
+    if args.breakdown_only:
+        qc.stop()
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=2))
+        return
     report["probe_roundtrip"] = floor(spark, args.rounds)
     for n, path in paths.items():
         files = n * args.files_per_commit
@@ -180,6 +329,36 @@ def main() -> None:
         f"{report['probe_roundtrip'] * 1000:.0f} ms at the start, "
         f"{report['probe_roundtrip_end'] * 1000:.0f} ms at the end"
     )
+
+
+def print_breakdown(report: dict[str, Any]) -> None:
+    start, end = report["floors_ms"], report["floors_ms_end"]
+    print(
+        md_table(
+            ["round trip (floor)", "ms, start", "ms, end"],
+            [[k, f"{v:.1f}", f"{end[k]:.1f}"] for k, v in start.items()],
+        )
+    )
+    rows = []
+    for files, b in report["breakdown_ms"].items():
+        rows.append(
+            [
+                str(files),
+                f"{b['forPath before']:.0f}",
+                f"{b['forPath after']:.0f}",
+                f"{b['forPath+plan before']:.0f}",
+                f"{b['forPath+plan after']:.0f}",
+                f"{b['forPath+plan before'] / b['forPath+plan after']:.1f}x",
+            ]
+        )
+    print(
+        md_table(
+            ["files", "forPath before", "forPath after", "+plan before", "+plan after", "ratio"],
+            rows,
+        )
+    )
+    for name, events in report["python_invocations"].items():
+        print(f"Python calls, {name}: {', '.join(events) or 'none'}")
 
 
 if __name__ == "__main__":

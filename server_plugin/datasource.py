@@ -42,6 +42,19 @@ def _whole_number(text: str | None, key: str) -> int | None:
     return int(value)
 
 
+def _snapshot_rows(options: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """The snapshot rows the options ask for (see ``server_plugin/snapshot_rows.py``)."""
+    from server_plugin.snapshot_rows import snapshot_rows
+
+    return snapshot_rows(
+        _require(options, "path"),
+        version=_whole_number(options.get("versionAsOf"), "versionAsOf"),
+        timestamp_ms=_whole_number(options.get("timestampAsOf"), "timestampAsOf"),
+        since=options.get("since") or None,
+        use_cache=options.get("cache", "true") != "false",
+    )
+
+
 class _SnapshotReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], workdir: str | None = None) -> None:
         # Spark's CaseInsensitiveDict: keep it, a plain dict copy would lose the case folding
@@ -55,22 +68,14 @@ class _SnapshotReader(DataSourceReader):
         if self.options.get("what") == "workdir":
             yield ("workdir", self.workdir or "")
             return
-        from server_plugin.snapshot_rows import history_rows, snapshot_rows
+        from server_plugin.snapshot_rows import history_rows
 
         path = _require(self.options, "path")
         what = self.options.get("what", "snapshot")
         if what == "history":
             yield from history_rows(path, _whole_number(self.options.get("limit"), "limit"))
-        elif what == "snapshot":
-            version = self.options.get("versionAsOf")
-            timestamp = self.options.get("timestampAsOf")
-            yield from snapshot_rows(
-                path,
-                version=_whole_number(version, "versionAsOf"),
-                timestamp_ms=_whole_number(timestamp, "timestampAsOf"),
-                since=self.options.get("since") or None,
-                use_cache=self.options.get("cache", "true") != "false",
-            )
+        elif what in ("snapshot", "state"):
+            yield from _snapshot_rows(self.options)
         else:
             raise InvalidOptionError(f"unknown 'what' option {what!r}: use snapshot or history")
 
@@ -84,7 +89,7 @@ class _RowSource(DataSource):
     def name(cls) -> str:
         return cls.format_name
 
-    def schema(self) -> str:
+    def schema(self) -> StructType | str:
         return "kind string, payload string"
 
 
@@ -92,6 +97,16 @@ class QbeastSnapshotSource(_RowSource):
     """Reads a table's log state as ``(kind, payload)`` rows (plugin-internal format)."""
 
     format_name = "qbeast_snapshot"
+
+    def schema(self) -> StructType | str:
+        if self.options.get("what") == "state":
+            # the answer rides on the schema: analysing the query is the whole round trip
+            from server_plugin.snapshot_rows import state_schema
+
+            limit = _whole_number(self.options.get("stateLimit"), "stateLimit")
+            rows = _snapshot_rows(self.options)
+            return state_schema(rows) if limit is None else state_schema(rows, limit)
+        return super().schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
         workdir = None

@@ -6,18 +6,27 @@ metaData, txns, adds) or, when the client sent the token of a state this process
 (``since``), only the difference: ``("delta", since)``, protocol and metaData when they
 changed, every txn, ``("remove", path)`` for each add of the old state that is gone or
 replaced (``path`` exactly as the client received it) and the new adds.
+
+The same rows can also be answered as the schema of the query (:func:`state_schema`): Spark
+asks a Python Data Source for its schema in the driver while it analyses the query, so a
+client that only asks for the schema gets the state without a Spark job and without a
+Python worker task.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import TableNotFoundError
 from server_plugin import snapshot_cache
 from server_plugin.delta.actions import AddFile, action_key, action_to_json_line
 from server_plugin.delta.log_reader import history, read_snapshot, version_at_timestamp
 from server_plugin.delta.storage import Storage, storage_for
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 
 def snapshot_rows(
@@ -53,6 +62,37 @@ def snapshot_rows(
     yield ("version", str(snap.version))
     for action in snap.state_actions():
         yield (action_key(action), action_to_json_line(action))
+
+
+#: The field metadata key of :func:`state_schema` that holds the rows, as JSON text.
+STATE_KEY = "qbeast.snapshot.rows"
+
+#: The most characters of row text a schema answer carries unless the client names its own
+#: limit. A larger state is better streamed as rows by a query.
+STATE_SCHEMA_LIMIT = 16_000_000
+
+
+def state_schema(rows: Iterable[tuple[str, str]], limit: int = STATE_SCHEMA_LIMIT) -> StructType:
+    """The rows as the schema ``kind string, payload string``, carried by ``payload``'s metadata.
+
+    When the rows exceed ``limit`` characters the metadata is left out: the client then
+    reads them as rows with a query.
+    """
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    out: list[list[str]] = []
+    size = 0
+    metadata: dict[str, str] = {}
+    for kind, payload in rows:
+        size += len(kind) + len(payload) + 8
+        if size > limit:
+            break
+        out.append([kind, payload])
+    else:
+        metadata[STATE_KEY] = json.dumps(out, separators=(",", ":"))
+    return StructType(
+        [StructField("kind", StringType()), StructField("payload", StringType(), True, metadata)]
+    )
 
 
 def _latest_rows(storage: Storage, since: str | None) -> Iterator[tuple[str, str]]:

@@ -8,9 +8,12 @@ full state when it does not hold it (see ``server_plugin/snapshot_rows.py``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
+import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -126,26 +129,84 @@ def load_table_state(
     if timestamp_ms is not None:
         timestamp_ms = check_version_argument(timestamp_ms, "timestampAsOf", "epoch milliseconds")
     path = table_location(spark, path)
-    reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path)
+    options = {"path": path}
     if version is not None:
-        reader = reader.option("versionAsOf", str(version))
+        options["versionAsOf"] = str(version)
     if timestamp_ms is not None:
-        reader = reader.option("timestampAsOf", str(timestamp_ms))
+        options["timestampAsOf"] = str(timestamp_ms)
     latest = version is None and timestamp_ms is None
     key = (getattr(spark, "session_id", None) or id(spark), path)
     base = _cached(key) if latest and CACHE_ENABLED else None
     if base is not None:
-        reader = reader.option("since", base.token)
+        options["since"] = base.token
     if not CACHE_ENABLED:
-        reader = reader.option("cache", "false")
-    with translate_errors():
-        rows = reader.load().collect()
-    state, token = _decode(path, ((r[0], r[1]) for r in rows), base)
+        options["cache"] = "false"
+    rows, as_rows = fetch_snapshot_rows(spark, options, as_rows=base is not None and base.as_rows)
+    state, token = _decode(path, rows, base)
     if not state.exists and not latest:
         raise TableNotFoundError(f"no Delta table at {path}")
     if latest and CACHE_ENABLED:
-        _store(key, None if token is None else _Cached(token, state))
+        _store(key, None if token is None else _Cached(token, state, as_rows))
     return state
+
+
+def fetch_snapshot_rows(
+    spark: SparkSession | ConnectSparkSession, options: Mapping[str, str], as_rows: bool = False
+) -> tuple[list[tuple[str, str]], bool]:
+    """The plugin's snapshot rows for ``options``, in one round trip when they are small.
+
+    The plugin answers a ``what=state`` query in its schema (``server_plugin/snapshot_rows.py``),
+    so asking for the schema is the whole exchange: Spark analyses the query in its driver
+    and runs no job. Each request names a fresh ``nonce``, so no server cache of analysed
+    plans can answer it with an older state. A state too large for a schema (or a plugin
+    without schema answers) is then read as rows by one query; so is every read when
+    ``as_rows`` (the ``since`` token then came from a rows query, whose Python worker is
+    the process that holds its state, not the driver's).
+
+    Returns:
+        The rows, and whether they were read as rows.
+    """
+    if not as_rows:
+        reader = spark.read.format(SNAPSHOT_FORMAT).options(**options)
+        reader = reader.option("what", "state").option("nonce", _nonce())
+        reader = reader.option("stateLimit", str(STATE_LIMIT))
+        with translate_errors():
+            fields = reader.load().schema.fields
+        text = fields[-1].metadata.get(STATE_KEY) if fields else None
+        if isinstance(text, str):
+            return [(str(kind), str(payload)) for kind, payload in json.loads(text)], False
+    rows_reader = spark.read.format(SNAPSHOT_FORMAT).options(**options).schema(_ROW_SCHEMA)
+    with translate_errors():
+        return _collect_pairs(rows_reader.option("what", "snapshot").load()), True
+
+
+STATE_KEY = "qbeast.snapshot.rows"
+"""The field metadata key the plugin puts a schema answer under (as JSON text)."""
+
+STATE_LIMIT = 16_000_000
+"""The most characters of rows the plugin puts in a schema answer (a full state of 10,000
+files is about 4.8 million); a larger state comes as rows by a query, which streams it."""
+
+_ROW_SCHEMA = "kind string, payload string"
+_nonces = itertools.count()
+
+
+def _nonce() -> str:
+    return f"{os.getpid()}-{next(_nonces)}-{time.time_ns()}"
+
+
+def _collect_pairs(df: Any) -> list[tuple[str, str]]:
+    """The ``(kind, payload)`` rows of ``df`` by one ``ExecutePlan`` call.
+
+    ``DataFrame.collect()`` asks the server for a setting first and ``toArrow()`` asks for
+    the schema: each is another round trip. The Arrow table of the Connect DataFrame comes
+    without either; other DataFrames are collected.
+    """
+    to_table = getattr(df, "_to_table", None)
+    if to_table is None:
+        return [(str(r[0]), str(r[1])) for r in df.collect()]
+    table = to_table()[0]
+    return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
 
 CACHE_ENABLED = True
@@ -160,6 +221,7 @@ _states: OrderedDict[tuple[Any, str], _Cached] = OrderedDict()
 class _Cached:
     token: str
     state: TableState
+    as_rows: bool = False
 
 
 def _cached(key: tuple[Any, str]) -> _Cached | None:
