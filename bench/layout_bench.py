@@ -9,7 +9,10 @@ Usage: python bench/layout_bench.py --sf 1 --cube-size 100000 --runs 5
   copy with its rows in arrival order (the source order, l_orderkey, l_linenumber) and
   row groups of 1M rows and no page index, as the writer wrote them before the block layout;
 * with ``--page-index``, a copy of the qbeast table with the same row groups and page
-  indexes (the writer now writes them itself; the copy compares the two in one run).
+  indexes (the writer now writes them itself; the copy compares the two in one run);
+* with ``--decimal-bytes``, a copy of the qbeast table with the same row groups whose
+  decimals are fixed-length byte arrays, as the writer stored them before it stored them
+  as INT32/INT64 like Spark (``server_plugin/parquet_statistics.py``).
 
 Each query aggregates the columns it reads (``sum(l_quantity)``,
 ``sum(l_extendedprice * (1 - l_discount))``, ``count(*)``, ``sum(hash(l_comment))``); the
@@ -149,6 +152,26 @@ def page_index_copy(path: str, target: str) -> None:
                 out.write_table(group, row_group_size=group.num_rows)
 
 
+def decimal_bytes_copy(path: str, target: str) -> None:
+    """The table at ``path`` with the same row groups, decimals as fixed-length bytes."""
+    import pyarrow.parquet as pq
+
+    from server_plugin.parquet_statistics import parquet_write_options
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(Path(path) / "_delta_log", Path(target) / "_delta_log")
+    for f in Path(path).glob("*.parquet"):
+        source = pq.ParquetFile(f)
+        table = source.read()
+        options = {**parquet_write_options(table), "store_decimal_as_integer": False}
+        with pq.ParquetWriter(
+            Path(target) / f.name, table.schema, compression="snappy", **options
+        ) as out:
+            for g in range(source.metadata.num_row_groups):
+                group = source.read_row_group(g)
+                out.write_table(group, row_group_size=group.num_rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
@@ -157,6 +180,11 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write the JSON report here")
     parser.add_argument(
         "--page-index", action="store_true", help="also a copy of the table with page indexes"
+    )
+    parser.add_argument(
+        "--decimal-bytes",
+        action="store_true",
+        help="also a copy of the table with decimals as fixed-length byte arrays",
     )
     args = parser.parse_args()
 
@@ -190,6 +218,9 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     if args.page_index:
         paths["qbeast + page index"] = str(OUT / "qbeast_page_index")
         page_index_copy(path, paths["qbeast + page index"])
+    if args.decimal_bytes:
+        paths["qbeast, decimals as bytes"] = str(OUT / "qbeast_decimal_bytes")
+        decimal_bytes_copy(path, paths["qbeast, decimals as bytes"])
     tables = {k: qc.QbeastTable.forPath(spark, p) for k, p in paths.items()}
     sizes = {"plain": layout_bytes(source), **{k: layout_bytes(p) for k, p in paths.items()}}
     report: dict[str, Any] = {

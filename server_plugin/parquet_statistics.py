@@ -18,6 +18,12 @@ Files also carry a page index (per-page min/max, which Spark's reader uses to sk
 inside a row group). pyarrow writes it only for the columns that have statistics, so the
 NaN rule above covers it; a page of zeros is bounded by ``-0.0`` and ``+0.0`` as a row
 group is.
+
+Decimals of precision up to 18 are stored as INT32/INT64 (``store_decimal_as_integer``), as
+Spark's own writer stores them, not as fixed-length byte arrays: Spark's vectorized reader
+decodes those with a conversion per value, which made aggregating decimal columns of an
+indexed table slower per byte than over a plain parquet copy. Wider decimals stay
+fixed-length byte arrays, as in Spark. Statistics of either form compare like the decimals.
 """
 
 from __future__ import annotations
@@ -75,8 +81,8 @@ def _holds_zero(column: Any) -> bool:
 
 
 def parquet_write_options(table: pa.Table) -> dict[str, Any]:
-    """``write_statistics``, ``use_dictionary`` and ``write_page_index`` for
-    ``pyarrow.parquet.write_table`` (and ``ParquetWriter``)."""
+    """``write_statistics``, ``use_dictionary``, ``write_page_index`` and
+    ``store_decimal_as_integer`` for ``pyarrow.parquet.write_table`` (and ``ParquetWriter``)."""
     zeros = [
         name
         for name, field in zip(table.column_names, table.schema, strict=True)
@@ -85,6 +91,7 @@ def parquet_write_options(table: pa.Table) -> dict[str, Any]:
     options: dict[str, Any] = {
         "write_statistics": statistics_columns(table),
         "write_page_index": True,
+        "store_decimal_as_integer": True,
     }
     if zeros:
         options["use_dictionary"] = [n for n in table.column_names if n not in zeros]

@@ -33,12 +33,24 @@ SPARK_READER = "spark-parquet"
 PLUGIN_READER = "qbeast-plugin"
 #: Object-store schemes the plugin's own storage can read.
 PLUGIN_SCHEMES = frozenset({"s3", "s3a"})
+#: Above this many paths (a session setting, default 32) Spark checks the paths of a read
+#: with a distributed listing job: one task per path, a whole job in every query.
+LISTING_THRESHOLD_CONF = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+#: Spark's default for :data:`LISTING_THRESHOLD_CONF`.
+SPARK_LISTING_THRESHOLD = 32
+#: The threshold a read of many table files raises the session's to (see
+#: :func:`check_paths_on_driver`).
+DRIVER_LISTING_PATHS = 100_000
+#: Schemes whose per-file status call is cheap (no network round trip per file to an
+#: object store): the driver checks a read's files faster than a listing job would.
+DRIVER_LISTING_SCHEMES = frozenset({None, "file", "hdfs", "viewfs"})
 
 __all__ = [
     "PLUGIN_READER",
     "PLUGIN_SCHEMES",
     "SPARK_READER",
     "TableFile",
+    "check_paths_on_driver",
     "read_files",
     "read_table_files",
     "reader_for",
@@ -50,6 +62,7 @@ TableFile = tuple[str, int, Mapping[str, "str | None"]]
 
 _known: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 _registered: weakref.WeakSet[Any] = weakref.WeakSet()
+_driver_listing: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 
 _NO_CONNECTOR = (
@@ -92,6 +105,39 @@ def reader_for(spark: SparkSession, table_path: str) -> str:
     return choice
 
 
+def check_paths_on_driver(spark: SparkSession, root: str, paths: int) -> bool:
+    """Let Spark check the ``paths`` files of one read on the driver, not in a listing job.
+
+    A read names its table files one by one (the log already lists them). Spark checks
+    every path of a read before planning it, and above ``LISTING_THRESHOLD_CONF`` paths (32
+    by default) it does so with a distributed job of one task per path, in every query,
+    before the scan's own job. For tables whose storage answers a file status cheaply
+    (:data:`DRIVER_LISTING_SCHEMES`), the session's threshold is raised to
+    :data:`DRIVER_LISTING_PATHS` once; object stores keep Spark's setting (one status
+    request per file in turn on the driver may cost more than the job). A threshold the
+    session already has above that is left alone.
+
+    Returns:
+        True when the session now checks ``paths`` paths on the driver.
+    """
+    if paths <= SPARK_LISTING_THRESHOLD:
+        return True
+    if _scheme(root) not in DRIVER_LISTING_SCHEMES:
+        return False
+    with _lock:
+        if spark in _driver_listing:
+            return paths <= DRIVER_LISTING_PATHS
+    try:
+        current = int(spark.conf.get(LISTING_THRESHOLD_CONF) or SPARK_LISTING_THRESHOLD)
+    except (TypeError, ValueError):
+        current = SPARK_LISTING_THRESHOLD
+    if current < DRIVER_LISTING_PATHS:
+        spark.conf.set(LISTING_THRESHOLD_CONF, str(DRIVER_LISTING_PATHS))
+    with _lock:
+        _driver_listing.add(spark)
+    return paths <= max(current, DRIVER_LISTING_PATHS)
+
+
 def read_table_files(
     spark: SparkSession,
     root: str,
@@ -117,6 +163,7 @@ def read_table_files(
     """
     located = [resolve_table_file(root, path) for path, _size, _values in files]
     if reader_for(spark, root) == SPARK_READER:
+        check_paths_on_driver(spark, root, len(located))
         reader = spark.read.schema(schema)
         if partitioned:
             reader = reader.option("basePath", root)

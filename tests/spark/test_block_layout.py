@@ -58,6 +58,8 @@ def test_indexed_files_hold_one_row_group_per_block_and_read_back_in_deltalake(
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         counts = [b.element_count for b in blocks]
         assert sizes == row_group_bounds(counts, most, least), name
+        price = meta.schema.column(meta.schema.names.index("price"))
+        assert price.physical_type == "INT64", "decimals are stored as integers, as Spark does"
         assert meta.num_row_groups >= sum(c >= least for c in counts)
         multi += meta.num_row_groups > 1
         rows += meta.num_rows

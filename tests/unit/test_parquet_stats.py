@@ -61,3 +61,26 @@ def test_page_index_only_for_columns_with_statistics(tmp_path: Path) -> None:
     }
     assert indexed == {"x": False, "z": True, "n": True}
     assert str(pq.read_table(path).to_pylist()) == str(table.to_pylist())
+
+
+def test_decimals_up_to_18_digits_are_stored_as_integers_like_spark(tmp_path: Path) -> None:
+    import decimal
+
+    from server_plugin.parquet_statistics import parquet_write_options
+
+    d = decimal.Decimal
+    table = pa.table(
+        {
+            "p9": pa.array([d("-1234567.89"), d("0.01"), None], pa.decimal128(9, 2)),
+            "p15": pa.array([d("-9999999999999.99"), d("50900.00"), d("0")], pa.decimal128(15, 2)),
+            "p20": pa.array([d("1.5"), None, d("-2.25")], pa.decimal128(20, 2)),
+        }
+    )
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path, **parquet_write_options(table))
+    meta = pq.ParquetFile(path).metadata
+    physical = {meta.schema.column(i).name: meta.schema.column(i).physical_type for i in range(3)}
+    assert physical == {"p9": "INT32", "p15": "INT64", "p20": "FIXED_LEN_BYTE_ARRAY"}
+    assert pq.read_table(path).equals(table)
+    stats = meta.row_group(0).column(1).statistics
+    assert (stats.min, stats.max) == (d("-9999999999999.99"), d("50900.00"))
