@@ -48,7 +48,9 @@ def table_blocks(path: str) -> Counter[str]:
     return counts
 
 
-def native_write(df: Any, spark: Any, cube_size: int, phases: dict[str, list[float]]) -> tuple[Any, Any, str]:
+def native_write(
+    df: Any, spark: Any, cube_size: int, phases: dict[str, list[float]], shuffle: bool
+) -> tuple[Any, Any, str]:
     from qbeast_connect.spark.native_assign import (
         NativeAssignment,
         block_stats,
@@ -56,7 +58,7 @@ def native_write(df: Any, spark: Any, cube_size: int, phases: dict[str, list[flo
         write_native,
     )
 
-    out = fresh_dir("native")
+    out = fresh_dir("native" if shuffle else "native_noshuffle")
     revision, weights, layout, jobs = estimate_index(
         df, out, {"columnsToIndex": COLUMNS, "cubeSize": cube_size}
     )
@@ -65,7 +67,7 @@ def native_write(df: Any, spark: Any, cube_size: int, phases: dict[str, list[flo
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     na = NativeAssignment(revision, weights, layout, types)
     with timed(phases, "assign+sort+native write"):
-        write_native(df, na, out)
+        write_native(df, na, out, shuffle=shuffle)
     with timed(phases, "block stats"):
         blocks = block_stats(spark, out, na)
     return na, blocks, out
@@ -111,11 +113,12 @@ def main() -> None:
     times: dict[str, list[float]] = {}
     today_phases: dict[str, list[float]] = {}
     native_phases: dict[str, list[float]] = {}
+    local_phases: dict[str, list[float]] = {}
     checks: dict[str, Any] = {}
     files: dict[str, int] = {}
-    order = ["parquet", "qbeast", "native"]
+    order = ["parquet", "qbeast", "native", "native_local"]
     for round_ in range(args.rounds):
-        for name in order[round_ % 3:] + order[:round_ % 3]:  # alternate who goes first
+        for name in order[round_ % 4:] + order[:round_ % 4]:  # alternate who goes first
             if name == "parquet":
                 out = fresh_dir("parquet")
                 with timed(times, "parquet"):
@@ -128,10 +131,18 @@ def main() -> None:
                 files["qbeast"] = int(result.num_files or 0)
                 for phase, seconds in result.timings.items():
                     today_phases.setdefault(phase, []).append(seconds)
-            else:
+            elif name == "native":
                 with timed(times, "native"):
-                    na, blocks, npath = native_write(df, spark, args.cube_size, native_phases)
+                    na, blocks, npath = native_write(
+                        df, spark, args.cube_size, native_phases, shuffle=True
+                    )
                 files["native"] = len(list(Path(npath).glob("*.parquet")))
+            else:
+                with timed(times, "native_local"):
+                    _, local_blocks, lpath = native_write(
+                        df, spark, args.cube_size, local_phases, shuffle=False
+                    )
+                files["native_local"] = len(list(Path(lpath).rglob("*.parquet")))
         # correctness, untimed
         back = spark.read.parquet(npath)
         assert back.count() == rows, "native files lost or duplicated rows"
@@ -142,6 +153,12 @@ def main() -> None:
         assert sum(native_counts.values()) == rows
         today = table_blocks(qpath)
         checks.setdefault("same_cube_counts_as_today", []).append(today == native_counts)
+        local_counts: Counter[str] = Counter()
+        for _, cube, _, _, n in local_blocks:
+            local_counts[cube] += n
+        local_back = spark.read.parquet(lpath).drop("_qgroup")
+        assert local_back.selectExpr("sum(hash(*))").collect()[0][0] == checksum
+        checks.setdefault("local_same_cubes_as_shuffled", []).append(local_counts == native_counts)
         checks["cubes_native"] = len(native_counts)
         checks["cubes_today"] = len(today)
     checks["rows_checked_against_python_assigner"] = 5000
@@ -160,8 +177,10 @@ def main() -> None:
         "times": times,
         "today_phases": today_phases,
         "native_phases": native_phases,
+        "native_local_phases": local_phases,
         "ratio_qbeast": ratio("qbeast"),
         "ratio_native": ratio("native"),
+        "ratio_native_local": ratio("native_local"),
         "files": files,
         "checks": checks,
     }
@@ -173,6 +192,8 @@ def main() -> None:
     table += [[f"  today: {p}", f"{median(v):.2f}", "", ""] for p, v in today_phases.items()]
     table.append(["native pipeline", f"{median(times['native']):.1f}", f"{ratio('native'):.2f}", files["native"]])
     table += [[f"  native: {p}", f"{median(v):.2f}", "", ""] for p, v in native_phases.items()]
+    table.append(["native, no shuffle", f"{median(times['native_local']):.1f}", f"{ratio('native_local'):.2f}", files["native_local"]])
+    table += [[f"  no shuffle: {p}", f"{median(v):.2f}", "", ""] for p, v in local_phases.items()]
     print(md_table(["write", "median s", "ratio to parquet", "files"], table))
     qc.stop()
 

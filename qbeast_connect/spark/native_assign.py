@@ -418,18 +418,33 @@ def estimate_index(
     return plan.revision, weights, layout, timings
 
 
-def write_native(df: DataFrame, assignment: NativeAssignment, staging: str) -> None:
-    """Write ``df``'s rows with Spark's own parquet writer into ``staging``: one file per
-    file group, rows by cube (CubeId order), then Z-order inside the cube."""
+def write_native(
+    df: DataFrame, assignment: NativeAssignment, staging: str, shuffle: bool = True
+) -> None:
+    """Write ``df``'s rows with Spark's own parquet writer into ``staging``, rows by file
+    group, cube (CubeId order), then Z-order inside the cube.
+
+    ``shuffle``: one shuffle brings every file group to one task (one file per group, as
+    the Python writer does for inputs of many partitions). Without it every task writes one
+    file per group it holds rows of, under ``staging/_qgroup=<g>/`` (the Python writer's
+    choice for inputs of a few partitions); a Delta table ignores such directory names, the
+    AddFile path just includes them.
+    """
     from pyspark.sql import functions as F
 
     assigned = assignment.assign(df)
-    ordered = assigned.repartition(assignment.group_count, F.col("_qgroup")).sortWithinPartitions(
-        "_qgroup", "_qrank", "_qz"
+    data = [F.col(quote_identifier(c)) for c in df.columns]
+    if shuffle:
+        ordered = assigned.repartition(assignment.group_count, F.col("_qgroup"))
+        ordered = ordered.sortWithinPartitions("_qgroup", "_qrank", "_qz")
+        ordered.select(*data).write.mode("overwrite").parquet(staging)
+        return
+    group = assignment.group(F.col("_qcube"), F.col("_qw"), salted=False).alias("_qgroup")
+    ordered = assigned.select(*data, "_qw", "_qcube", "_qrank", "_qz", group)
+    ordered = ordered.sortWithinPartitions("_qgroup", "_qrank", "_qz")
+    ordered.select(*data, "_qgroup").write.mode("overwrite").partitionBy("_qgroup").parquet(
+        staging
     )
-    ordered.select(*[F.col(quote_identifier(c)) for c in df.columns]).write.mode(
-        "overwrite"
-    ).parquet(staging)
 
 
 def block_stats(

@@ -27,7 +27,7 @@ from qbeast_connect.spark.native_assign import (
 COLUMNS = ["i", "x", "day", "price", "ts"]
 
 
-def _mixed(spark: Any, rows: int = 20_000) -> Any:
+def _mixed(spark: Any, rows: int = 6_000) -> Any:
     """Nulls in every column, negative numbers, NaN, ±infinity and -0.0, dates before 1970
     and after, decimals, timestamps with microseconds."""
     return spark.range(rows).selectExpr(
@@ -54,7 +54,7 @@ def planned(spark: Any, tmp_path_factory: Any) -> tuple[Any, NativeAssignment]:
     df = _mixed(spark)
     path = str(tmp_path_factory.mktemp("native") / "table")
     revision, weights, layout, _ = estimate_index(
-        df, path, {"columnsToIndex": ",".join(COLUMNS), "cubeSize": 20}
+        df, path, {"columnsToIndex": ",".join(COLUMNS), "cubeSize": 40}
     )
     return df, NativeAssignment(revision, weights, layout, _types(df))
 
@@ -84,7 +84,7 @@ def test_native_assignment_matches_python_writer_row_by_row(planned: Any) -> Non
         na.group(F.col("_qcube"), F.col("_qw"), salted=False).alias("g"),
     )
     table = assigned.orderBy("id").toArrow()
-    assert table.num_rows == 20_000
+    assert table.num_rows == 6_000
     py = _python_side(na, table)
     # the data exercises what it should: nulls, non-finite doubles, several levels and groups
     assert all(table.column(c).null_count > 0 for c in COLUMNS)
@@ -115,20 +115,32 @@ def test_native_cube_per_row_with_ties_at_the_max_weight(spark: Any, planned: An
     assert Counter(table.column("_qcube").to_pylist()) == Counter(py["cube"].tolist())
 
 
+@pytest.mark.parametrize("shuffle", [True, False], ids=["one_file_per_group", "no_shuffle"])
 def test_native_write_files_and_blocks_match_python_assignment(
-    spark: Any, planned: Any, tmp_path: Any
+    spark: Any, planned: Any, tmp_path: Any, shuffle: bool
 ) -> None:
     df, na = planned
     staging = str(tmp_path / "staging")
-    write_native(df, na, staging)
-    files = sorted(f for f in os.listdir(staging) if f.endswith(".parquet"))
+    write_native(df, na, staging, shuffle=shuffle)
+    files = sorted(
+        os.path.join(root, f)
+        for root, _, names in os.walk(staging)
+        for f in names
+        if f.endswith(".parquet")
+    )
     blocks = block_stats(spark, staging, na)
     table = df.orderBy("id").toArrow()
     py = _python_side(na, table)
-    # one file per file group, every row once
-    assert len(files) == len(set(py["group"].tolist()))
-    back = spark.read.parquet(staging)
-    assert back.count() == 20_000
+    groups = set(py["group"].tolist())
+    if shuffle:  # one file per file group
+        assert len(files) == len(groups)
+    else:  # one directory per file group, one file per group and input partition
+        assert {os.path.basename(os.path.dirname(f)) for f in files} == {
+            f"_qgroup={g}" for g in groups
+        }
+    # every row once, unchanged
+    back = spark.read.parquet(staging).drop("_qgroup")
+    assert back.count() == 6_000
     assert back.selectExpr("sum(hash(*))").collect()[0][0] == df.selectExpr(
         "sum(hash(*))").collect()[0][0]
     # blocks: per cube the rows and least weight of the Python assignment
@@ -145,9 +157,13 @@ def test_native_write_files_and_blocks_match_python_assignment(
         got_min[cube] = min(got_min.get(cube, low), low)
     assert got_count == expected_count
     assert got_min == expected_min
-    # a file holds the blocks of one group only
-    group_of = {names[k]: g for k, g in zip(py["cube"].tolist(), py["group"].tolist(), strict=True)}
+    # every file holds the rows of one file group (the Python writer's group of each row)
+    from pyspark.sql import functions as F
+
+    located = back.select("id", F.input_file_name().alias("f")).orderBy("id").toArrow()
+    assert located.column("id").to_pylist() == table.column("id").to_pylist()
     per_file: dict[str, set[int]] = {}
-    for file, cube, *_ in blocks:
-        per_file.setdefault(file, set()).add(group_of[cube])
+    for file, g in zip(located.column("f").to_pylist(), py["group"].tolist(), strict=True):
+        per_file.setdefault(file, set()).add(g)
     assert len(per_file) == len(files)
+    assert all(len(g) == 1 for g in per_file.values())
