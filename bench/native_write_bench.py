@@ -4,7 +4,7 @@ In ONE run, alternating, ``--rounds`` times (medians reported):
 
 * ``df.write.parquet``;
 * today's ``qc.write`` (its ``WriteResult.timings`` per phase);
-* the native pipeline (``qbeast_connect.spark.native_assign``): today's statistics and
+* the native pipeline (``bench.native_assign``): today's statistics and
   estimation jobs, then cube assignment + repartition + sort + Spark's own parquet writer
   (no Python worker), then a block-statistics job reading back the indexed columns of the
   written files. The Delta commit is not part of the prototype (it would add one small
@@ -51,7 +51,7 @@ def table_blocks(path: str) -> Counter[str]:
 def native_write(
     df: Any, spark: Any, cube_size: int, phases: dict[str, list[float]], shuffle: bool
 ) -> tuple[Any, Any, str]:
-    from qbeast_connect.spark.native_assign import (
+    from bench.native_assign import (
         NativeAssignment,
         block_stats,
         estimate_index,
@@ -77,10 +77,10 @@ def check_rows(df: Any, na: Any, rows: int = 5000) -> int:
     """Native cube == Python CubeAssigner cube for ``rows`` rows; returns the cubes seen."""
     import numpy as np
 
+    from bench.native_assign import cube_key
     from qbeast_connect.index.assignment import CubeAssigner
     from qbeast_connect.index.hashing_np import spark_hash_columns
     from qbeast_connect.index.normalize import normalize
-    from qbeast_connect.spark.native_assign import cube_key
 
     table = na.assign(df.limit(rows)).toArrow()
     columns = [table.column(n) for n in na.revision.column_names]
