@@ -33,7 +33,14 @@ from qbeast_connect.write_plan import WEIGHT_COLUMN
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SMALL_APPEND_MAX_ROWS", "domains_job", "exact_domains", "may_use"]
+__all__ = [
+    "SMALL_APPEND_MAX_ROWS",
+    "declined",
+    "domains_job",
+    "exact_domains",
+    "in_task_params",
+    "may_use",
+]
 
 #: Rows per partition the domain task reads at most; a larger partition sends the write
 #: through the statistics and estimation jobs.
@@ -74,6 +81,39 @@ def may_use(
             if spec.transformer_type not in (None, old.type_name):
                 return False
     return True
+
+
+def in_task_params(
+    existing: Mapping[Any, Any], buffer_capacity: int, sample_rows: int
+) -> dict[str, Any]:
+    """``WritePlan.append_task`` of a one-job small append to an index whose cubes have the
+    statuses ``existing``: the inner cubes' max weights (for the local tree, as the
+    estimation job gets them), every cube's element count (for the existing domains) and
+    the most rows the task accepts: at most ``SMALL_APPEND_MAX_ROWS``, the buffer capacity
+    (one local tree) and ``sample_rows`` (the estimation would read every row)."""
+    return {
+        "existingWeights": {
+            str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
+        },
+        "existingCounts": {str(c): int(s.element_count) for c, s in existing.items()},
+        "bufferCapacity": buffer_capacity,
+        "maxRows": min(SMALL_APPEND_MAX_ROWS, buffer_capacity, sample_rows),
+    }
+
+
+def declined(exc: BaseException) -> bool:
+    """Whether ``exc`` is the failure of a one-job small append whose task declined its
+    rows (``server_plugin.append_task``): the write then runs the regular jobs."""
+    from server_plugin.append_task import DECLINED_MARKER
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if DECLINED_MARKER in str(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def domains_job(
@@ -125,18 +165,11 @@ def exact_domains(
     """The input domains (cube string -> domain) when they equal the estimation job's,
     else None (the write then runs that job). ``fraction`` is the share of the rows that
     job would sample (``write.estimation_fraction``)."""
-    from qbeast_connect.index.estimation import group_cube_size
+    from qbeast_connect.index.append_plan import fits_local_trees
 
     if any(r["note"] is not None for r in domain_rows):
         return None
-    counts = [n for n in per_partition if n > 0]
-    if not counts:
-        return None
-    if fraction < 1.0:
-        return None
-    num_trees = sum(max(1, -(-n // buffer_capacity)) for n in counts)
-    gcs = group_cube_size(max(1, desired_cube_size), num_trees)
-    if max(counts) >= gcs or max(counts) > buffer_capacity:
+    if fraction < 1.0 or not fits_local_trees(per_partition, desired_cube_size, buffer_capacity):
         return None
     out: dict[str, float] = {}
     for row in domain_rows:

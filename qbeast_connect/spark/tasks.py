@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from qbeast_connect.index.append_plan import beyond_bounds as _beyond_bounds
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision
 
@@ -119,39 +120,6 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
 #: (``"outside"``: a value lies outside the latest revision's bounds; ``"large"``: more rows
 #: than the job's cap).
 APPEND_DOMAIN_SCHEMA = "cube string, domain double, note string"
-
-
-def _beyond_bounds(transformations: Any, columns: list[pa.Array], points: Any) -> bool:
-    """Whether a row could make the write's statistics supersede the revision (spec §4.7).
-
-    Linear columns compare their values, as the statistics job computes them, with the
-    revision's bounds; equal timestamps count as beyond (the statistics floor to a
-    millisecond), and so do integers too large for a double. Other columns use the writer's
-    own check (:func:`qbeast_connect.index.space.outside_space`). Erring towards "beyond"
-    only sends the append through the statistics job.
-    """
-    import numpy as np
-
-    from qbeast_connect.index.normalize import column_values_as_float64
-    from qbeast_connect.index.space import outside_space
-    from qbeast_connect.model.transformation import LinearTransformation, QDataType
-
-    if outside_space(transformations, columns, points).any():
-        return True
-    for t, column in zip(transformations, columns, strict=True):
-        if not isinstance(t, LinearTransformation):
-            continue
-        values = column_values_as_float64(column)
-        keep = np.asarray(column.is_valid(), dtype=bool) & np.isfinite(values)
-        values = values[keep]
-        low, high = float(t.min_number), float(t.max_number)
-        if t.ordered_data_type is QDataType.TIMESTAMP:
-            beyond = (values <= low) | (values >= high)
-        else:
-            beyond = (values < low) | (values > high) | (np.abs(values) >= 2.0**53)
-        if beyond.any():
-            return True
-    return False
 
 
 def append_domains(
