@@ -13,7 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from qbeast_connect.index.append_plan import beyond_bounds as _beyond_bounds
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision
 
@@ -113,65 +112,3 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
     weights = weight.to_numpy(zero_copy_only=False)
     labels, inverse = assigner.assign_labels(points, weights)
     return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())
-
-
-#: Output schema of :func:`append_domains`: a cube's domain, the partition's row count
-#: (``note == "rows"``, in ``domain``), or a ``note`` saying why the partition cannot serve
-#: (``"outside"``: a value lies outside the latest revision's bounds; ``"large"``: more rows
-#: than the job's cap).
-APPEND_DOMAIN_SCHEMA = "cube string, domain double, note string"
-
-
-def append_domains(
-    params_json: str, batches: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """Row count and cube domains of one partition of a small append, in one pass.
-
-    Like :func:`estimate_domains`, on every row and against the table's latest revision,
-    plus the partition's row count; instead of raising for a row the revision does not
-    cover it reports ``"outside"`` (the client then runs the regular statistics and
-    estimation jobs). It stops reading after ``maxRows`` rows and reports ``"large"``.
-
-    Args:
-        params_json: JSON with ``revision``, ``groupCubeSize``, ``bufferCapacity``,
-            ``existing`` (as :func:`estimate_domains`) and ``maxRows``.
-        batches: Arrow batches with the weight column, then the indexed columns.
-    """
-    from qbeast_connect.index.normalize import normalize
-
-    schema = pa.schema([("cube", pa.string()), ("domain", pa.float64()), ("note", pa.string())])
-    params = json.loads(params_json)
-    revision, estimator = _domain_estimator(params)
-    d = revision.dimension_count
-    max_rows = int(params["maxRows"])
-    rows = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        rows += batch.num_rows
-        note = None
-        if rows > max_rows:
-            note = "large"
-        else:
-            columns = [batch.column(i + 1) for i in range(d)]
-            points = normalize(revision.transformations, columns)
-            if _beyond_bounds(revision.transformations, columns, points):
-                note = "outside"
-            else:
-                estimator.add(points, batch.column(0).to_numpy(zero_copy_only=False))
-        if note is not None:
-            yield pa.RecordBatch.from_pydict(
-                {"cube": [None], "domain": [None], "note": [note]}, schema=schema
-            )
-            return
-    if rows == 0:
-        return
-    domains = estimator.finish()
-    yield pa.RecordBatch.from_pydict(
-        {
-            "cube": [None, *domains.keys()],
-            "domain": [float(rows), *(float(v) for v in domains.values())],
-            "note": ["rows", *([None] * len(domains))],
-        },
-        schema=schema,
-    )

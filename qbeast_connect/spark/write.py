@@ -11,9 +11,10 @@ Spark jobs and makes one Delta commit:
 3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
    file per file group per task, and its driver-side commit makes one Delta commit.
 
-An append to the table's latest revision first runs one job that gives its row counts and
-cube domains (:mod:`qbeast_connect.spark.small_append`); when that yields the index jobs 1
-and 2 would, they are skipped (a small append: two jobs), otherwise they run as above.
+An append to the table's latest revision first tries one job: the write job, whose single
+task indexes its rows itself (:mod:`qbeast_connect.spark.small_append`); when the task
+declines the rows, nothing is committed and jobs 1 to 3 run as above. The commit is read
+back only when the result's version or metrics are first read (``WriteResult``).
 """
 
 from __future__ import annotations
