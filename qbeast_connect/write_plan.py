@@ -142,12 +142,14 @@ class WriteResult:
         num_files: data files added.
         num_rows: rows written.
         timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
-            table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
-            ``materialize`` (only for an input that is not deterministic or that changed
-            during the write: computing it once, see ``write_input``), ``write`` (the job
-            that writes the files and commits) and ``result`` (reading the commit back).
-            Phases a write did not need are absent. ``declined``: a one-job small
-            append whose task declined the rows (the regular jobs then ran).
+            table state), ``schema`` (what remains of analysing the input, which runs
+            during ``snapshot``), ``declined`` (a one-job small append whose task declined
+            the rows; the regular jobs then ran), ``statistics`` and ``estimation`` (the
+            two small Spark jobs), ``materialize`` (only for an input that is not
+            deterministic or that changed during the write: computing it once, see
+            ``write_input``) and ``write`` (the job that writes the files and commits).
+            Phases a write did not need are absent. Reading the commit back is not
+            timed: it happens on first access (``commit_loader``).
         commit_loader: for a write that committed, what reads its commit back (a query
             to the server). ``version``, ``revision_id``, ``num_files`` and ``num_rows``
             come from it on the first access of any of them, so a write whose caller

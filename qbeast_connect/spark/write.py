@@ -27,6 +27,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -252,11 +253,20 @@ class _Writer:
         return replace(result, timings=dict(self.timings))
 
     def _run(self) -> WriteResult:
-        schema: StructType = self.df.schema
+        # the input's schema (a round trip to analyse the plan) is asked for while the
+        # snapshot loads: two round trips at once, not one after the other
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            analysed = pool.submit(lambda: self.df.schema)
+            with self._phase("snapshot"):
+                try:
+                    state = load_table_state(self.spark, self.path)
+                except BaseException:
+                    analysed.result()  # an unusable input is reported first, as before
+                    raise
+            with self._phase("schema"):
+                schema: StructType = analysed.result()
         schema_json = str(schema.json())
         check_column_names(schema.names, self.path)
-        with self._phase("snapshot"):
-            state = load_table_state(self.spark, self.path)
         if state.exists:
             if self.mode == "errorifexists":
                 raise TableAlreadyExistsError(
