@@ -127,7 +127,7 @@ def test_one_job_append_writes_the_blocks_the_three_job_path_writes(
     for timings in _append_series(spark, one_job):
         assert "statistics" not in timings and "estimation" not in timings, timings
         assert "declined" not in timings and "result" not in timings, timings
-        assert set(timings) == {"snapshot", "write"}, timings
+        assert set(timings) == {"snapshot", "schema", "write"}, timings
     with monkeypatch.context() as patch:
         patch.setattr(small_append, "may_use", lambda *_: False)
         for timings in _append_series(spark, three_jobs):
@@ -153,7 +153,7 @@ def test_one_job_append_of_many_partitions_is_coalesced_into_one_task(
 ) -> None:
     qc.write(_rows(spark, 0, BASE_ROWS, 2), table_path, columnsToIndex="x,y", cubeSize=CUBE_SIZE)
     result = qc.write(_rows(spark, BASE_ROWS, APPEND_ROWS, 3), table_path, mode="append")
-    assert set(result.timings) == {"snapshot", "write"}, result.timings
+    assert set(result.timings) == {"snapshot", "schema", "write"}, result.timings
     assert result.version == 1 and result.num_rows == APPEND_ROWS and result.num_files == 1
     expected = spark_digest(_rows(spark, 0, BASE_ROWS + APPEND_ROWS, 2))
     assert row_digest(deltalake_table(table_path)) == expected
