@@ -28,11 +28,44 @@ from typing import Any
 from qbeast_connect.model.column_spec import ColumnSpec
 from qbeast_connect.model.revision import Revision
 
-__all__ = ["SMALL_APPEND_MAX_ROWS", "declined", "in_task_params", "may_use"]
+__all__ = [
+    "SMALL_APPEND_MAX_ROWS",
+    "UNKNOWN_SIZE_MAX_ROWS",
+    "declined",
+    "in_task_params",
+    "max_rows_for",
+    "may_use",
+]
 
 #: Rows the one-job task reads at most; a larger append runs the statistics and
 #: estimation jobs.
 SMALL_APPEND_MAX_ROWS = 100_000
+#: The cap for an input whose size the client cannot see in its plan (a table scan, a
+#: join...): a declined attempt then costs one short job, not reading 100,000 rows.
+UNKNOWN_SIZE_MAX_ROWS = 10_000
+
+#: Relations that never return more rows than their input.
+_ROW_PRESERVING = ("project", "filter", "with_columns", "drop", "to_df",
+                   "with_columns_renamed", "deduplicate", "hint")
+
+
+def max_rows_for(df: Any) -> int:
+    """The row cap of a one-job attempt for ``df``: ``SMALL_APPEND_MAX_ROWS`` when its plan
+    shows it is bounded (rows the client sent inline, or a ``limit`` of at most that many,
+    under projections and filters only), else ``UNKNOWN_SIZE_MAX_ROWS``."""
+    try:
+        rel = df._plan.to_proto(df.sparkSession.client).root
+    except Exception:  # not a Connect DataFrame: no plan to look at
+        return UNKNOWN_SIZE_MAX_ROWS
+    while True:
+        kind = rel.WhichOneof("rel_type")
+        if kind == "local_relation":
+            return SMALL_APPEND_MAX_ROWS
+        if kind == "limit" and rel.limit.limit <= SMALL_APPEND_MAX_ROWS:
+            return SMALL_APPEND_MAX_ROWS
+        if kind not in _ROW_PRESERVING:
+            return UNKNOWN_SIZE_MAX_ROWS
+        rel = getattr(rel, kind).input
 
 
 def may_use(
@@ -72,20 +105,22 @@ def may_use(
 
 
 def in_task_params(
-    existing: Mapping[Any, Any], buffer_capacity: int, sample_rows: int
+    existing: Mapping[Any, Any], buffer_capacity: int, sample_rows: int,
+    max_rows: int = SMALL_APPEND_MAX_ROWS,
 ) -> dict[str, Any]:
     """``WritePlan.append_task`` of a one-job small append to an index whose cubes have the
     statuses ``existing``: the inner cubes' max weights (for the local tree, as the
     estimation job gets them), every cube's element count (for the existing domains) and
-    the most rows the task accepts: at most ``SMALL_APPEND_MAX_ROWS``, the buffer capacity
-    (one local tree) and ``sample_rows`` (the estimation would read every row)."""
+    the most rows the task accepts: at most ``max_rows`` (see :func:`max_rows_for`), the
+    buffer capacity (one local tree) and ``sample_rows`` (the estimation would read every
+    row)."""
     return {
         "existingWeights": {
             str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
         },
         "existingCounts": {str(c): int(s.element_count) for c, s in existing.items()},
         "bufferCapacity": buffer_capacity,
-        "maxRows": min(SMALL_APPEND_MAX_ROWS, buffer_capacity, sample_rows),
+        "maxRows": min(max_rows, buffer_capacity, sample_rows),
     }
 
 

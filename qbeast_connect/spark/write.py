@@ -424,7 +424,8 @@ class _Writer:
         (nothing was committed) and the append needs the regular jobs."""
         existing = qsnap.cube_statuses(latest.revision_id)
         task = small_append.in_task_params(
-            existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS
+            existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS,
+            small_append.max_rows_for(self.df),
         )
         changed = schema_string != state.schema_string
         try:

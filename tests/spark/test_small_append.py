@@ -220,3 +220,15 @@ def test_write_result_reads_its_commit_on_first_access(
     assert all(r.num_files == 1 and r.revision_id == 1 for r in results)
     assert len(searched) == len(results)
     assert results[0].version == 1 and len(searched) == len(results)  # read once
+
+
+def test_one_job_attempt_reads_few_rows_of_an_input_of_unknown_size(spark: Any) -> None:
+    small = small_append.SMALL_APPEND_MAX_ROWS
+    unknown = small_append.UNKNOWN_SIZE_MAX_ROWS
+    local = spark.createDataFrame([(i, float(i)) for i in range(50)], "id long, x double")
+    assert small_append.max_rows_for(local) == small
+    assert small_append.max_rows_for(local.where("x > 3").select("id", "x")) == small
+    assert small_append.max_rows_for(_rows(spark, 0, 10**6, 2).limit(500)) == small
+    assert small_append.max_rows_for(_rows(spark, 0, 10**6, 2).limit(small + 1)) == unknown
+    assert small_append.max_rows_for(_rows(spark, 0, 10, 1)) == unknown  # a scan: unknown
+    assert small_append.max_rows_for(local.union(local)) == unknown
