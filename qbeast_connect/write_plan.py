@@ -11,7 +11,7 @@ a :class:`WriteResult`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,6 +48,9 @@ class WritePlan:
         hooks: pre-commit hook options: ``<name>`` -> hook id, ``<name>.arg`` -> argument.
             Hook ids name hooks the server allows (built-ins or entry points); the outputs
             of the hooks become ``commitInfo.tags``.
+        append_task: for a one-job small append, what its single write task needs to
+            compute ``cube_weights`` and ``layout`` itself from the rows it holds
+            (``server_plugin.append_task``); None otherwise.
     """
 
     table_path: str
@@ -67,6 +70,7 @@ class WritePlan:
     remove_paths: tuple[str, ...] = ()
     commit_tags: Mapping[str, str] | None = None
     hooks: Mapping[str, str] = field(default_factory=dict)
+    append_task: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
         """Serialize for the ``plan`` option of the write data source."""
@@ -88,6 +92,7 @@ class WritePlan:
             "removePaths": list(self.remove_paths),
             "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
             "hooks": dict(self.hooks),
+            "appendTask": None if self.append_task is None else dict(self.append_task),
         }
         return plan_to_json(data)
 
@@ -118,6 +123,7 @@ class WritePlan:
                 remove_paths=tuple(data["removePaths"]),
                 commit_tags=data["commitTags"],
                 hooks={str(k): str(v) for k, v in data.get("hooks", {}).items()},
+                append_task=data.get("appendTask"),
             )
 
 
@@ -136,11 +142,18 @@ class WriteResult:
         num_files: data files added.
         num_rows: rows written.
         timings: wall seconds of the write's phases, in order: ``snapshot`` (loading the
-            table state), ``statistics`` and ``estimation`` (the two small Spark jobs),
-            ``materialize`` (only for an input that is not deterministic or that changed
-            during the write: computing it once, see ``write_input``), ``write`` (the job
-            that writes the files and commits) and ``result`` (reading the commit back).
-            Phases a write did not need are absent.
+            table state), ``schema`` (what remains of analysing the input, which runs
+            during ``snapshot``), ``declined`` (a one-job small append whose task declined
+            the rows; the regular jobs then ran), ``statistics`` and ``estimation`` (the
+            two small Spark jobs), ``materialize`` (only for an input that is not
+            deterministic or that changed during the write: computing it once, see
+            ``write_input``) and ``write`` (the job that writes the files and commits).
+            Phases a write did not need are absent. Reading the commit back is not
+            timed: it happens on first access (``commit_loader``).
+        commit_loader: for a write that committed, what reads its commit back (a query
+            to the server). ``version``, ``revision_id``, ``num_files`` and ``num_rows``
+            come from it on the first access of any of them, so a write whose caller
+            does not look at them makes no query after its job.
     """
 
     path: str
@@ -152,3 +165,19 @@ class WriteResult:
     num_files: int = 0
     num_rows: int = 0
     timings: Mapping[str, float] = field(default_factory=dict)
+    commit_loader: Callable[[], Mapping[str, Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _COMMIT_FIELDS:
+            load = object.__getattribute__(self, "commit_loader")
+            if load is not None:
+                for key, value in load().items():
+                    object.__setattr__(self, key, value)
+                object.__setattr__(self, "commit_loader", None)
+        return object.__getattribute__(self, name)
+
+
+#: The fields of a :class:`WriteResult` its ``commit_loader`` fills in.
+_COMMIT_FIELDS = frozenset({"version", "revision_id", "num_files", "num_rows"})

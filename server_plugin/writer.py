@@ -217,6 +217,12 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
 
     If the task fails, the files it already wrote are deleted before the error propagates.
     """
+    if plan.append_task is not None:
+        # a one-job small append: the task indexes its rows itself (server_plugin.append_task)
+        from server_plugin.append_task import plan_in_task
+
+        plan, rows = plan_in_task(plan, iterator)
+        iterator = iter(rows)
     buffer = _TaskBuffer(plan, storage_for(plan.table_path))
     with deleted_unless_committed(buffer.storage, buffer.written):
         for batch in arrow_batches(iterator):

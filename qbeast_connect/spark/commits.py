@@ -51,8 +51,17 @@ class Commit:
 
 def find_commit(spark: SparkSession | ConnectSparkSession, path: str, txn_id: str) -> Commit | None:
     """The commit of the table at ``path`` whose ``txnId`` is ``txn_id``, searched among
-    the newest :data:`SEARCH_DEPTH` commits; None when there is none (nothing committed)."""
-    for entry in load_history(spark, path, limit=SEARCH_DEPTH):
+    the newest :data:`SEARCH_DEPTH` commits, then in the whole history (a result read
+    long after its write); None when there is none (nothing committed)."""
+    newest = load_history(spark, path, limit=SEARCH_DEPTH)
+    found = _find(newest, txn_id)
+    if found is None and len(newest) >= SEARCH_DEPTH:
+        found = _find(load_history(spark, path), txn_id)
+    return found
+
+
+def _find(history: list[dict[str, Any]], txn_id: str) -> Commit | None:
+    for entry in history:
         if entry.get("txnId") == txn_id:
             metrics = entry.get("operationMetrics") or {}
             version = int(entry["version"])

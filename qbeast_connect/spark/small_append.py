@@ -1,43 +1,71 @@
-"""Small appends: one Spark job (row counts and cube domains) instead of two.
+"""Small appends in one Spark job.
 
 A write normally runs a statistics job (two stages: partial and final aggregation), then
 an estimation job (cube domains), then the write job. An append to the table's latest
 revision knows the estimation's inputs before any statistics: the revision and the
-existing cube max weights. So :func:`domains_job` runs one ``mapInArrow`` stage over the
-indexed columns (:func:`qbeast_connect.spark.tasks.append_domains`) that returns each
-partition's row count and cube domains, and reports any value beyond the revision's
-bounds. When no value is, the statistics could not supersede the revision (spec §4.7),
-so the write keeps it without the statistics job.
+existing cubes. So when :func:`may_use` says the append could keep the latest revision,
+the client runs only the write job, with the input coalesced to one partition and the
+plan carrying :func:`in_task_params` (the existing cubes' max weights and element counts).
+Its single task (``server_plugin.append_task``) reads all the rows first; when none lies
+beyond the revision's bounds (then the statistics could not supersede the revision, spec
+§4.7), there are at most ``maxRows`` of them (so the estimation would read every row) and
+their one local tree fills no cube, their domains are exactly the estimation job's, and
+the task derives the cube max weights and file layout exactly as the client would
+(``qbeast_connect.index.append_plan``) and writes. Otherwise the task fails before writing
+any file, with an error :func:`declined` recognises: nothing is committed, and the client
+runs the statistics and estimation jobs as before. Either way the cube max weights and
+the file layout, hence the index, are the ones the regular path computes.
 
-The domains are used only when they are exactly what the estimation job would compute
-(:func:`exact_domains`): no sampling (``estimation_fraction == 1``), and every partition is
-one local tree that never fills a cube (fewer rows than the group cube size, at most the
-buffer capacity). Then a local tree's domains do not depend on the group cube size, which
-the client cannot know before the row counts. In every other case the write runs the
-statistics and estimation jobs as before. Either way the cube max weights and the file
-layout, hence the index, are the ones the regular path computes.
+A declined attempt costs reading at most ``maxRows`` rows of one partition (measured in
+``bench/append_bench.py --big-rows``).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qbeast_connect.model.column_spec import ColumnSpec
 from qbeast_connect.model.revision import Revision
-from qbeast_connect.planning.predicate import quote_identifier
-from qbeast_connect.write_plan import WEIGHT_COLUMN
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+__all__ = [
+    "SMALL_APPEND_MAX_ROWS",
+    "UNKNOWN_SIZE_MAX_ROWS",
+    "declined",
+    "in_task_params",
+    "max_rows_for",
+    "may_use",
+]
 
-__all__ = ["SMALL_APPEND_MAX_ROWS", "domains_job", "exact_domains", "may_use"]
-
-#: Rows per partition the domain task reads at most; a larger partition sends the write
-#: through the statistics and estimation jobs.
+#: Rows the one-job task reads at most; a larger append runs the statistics and
+#: estimation jobs.
 SMALL_APPEND_MAX_ROWS = 100_000
+#: The cap for an input whose size the client cannot see in its plan (a table scan, a
+#: join...): a declined attempt then costs one short job, not reading 100,000 rows.
+UNKNOWN_SIZE_MAX_ROWS = 10_000
+
+#: Relations that never return more rows than their input.
+_ROW_PRESERVING = ("project", "filter", "with_columns", "drop", "to_df",
+                   "with_columns_renamed", "deduplicate", "hint")
+
+
+def max_rows_for(df: Any) -> int:
+    """The row cap of a one-job attempt for ``df``: ``SMALL_APPEND_MAX_ROWS`` when its plan
+    shows it is bounded (rows the client sent inline, or a ``limit`` of at most that many,
+    under projections and filters only), else ``UNKNOWN_SIZE_MAX_ROWS``."""
+    try:
+        rel = df._plan.to_proto(df.sparkSession.client).root
+    except Exception:  # not a Connect DataFrame: no plan to look at
+        return UNKNOWN_SIZE_MAX_ROWS
+    while True:
+        kind = rel.WhichOneof("rel_type")
+        if kind == "local_relation":
+            return SMALL_APPEND_MAX_ROWS
+        if kind == "limit" and rel.limit.limit <= SMALL_APPEND_MAX_ROWS:
+            return SMALL_APPEND_MAX_ROWS
+        if kind not in _ROW_PRESERVING:
+            return UNKNOWN_SIZE_MAX_ROWS
+        rel = getattr(rel, kind).input
 
 
 def may_use(
@@ -76,69 +104,36 @@ def may_use(
     return True
 
 
-def domains_job(
-    df: DataFrame,
-    revision: Revision,
-    existing_weights: Mapping[str, int],
-    buffer_capacity: int,
-) -> tuple[list[int], list[Any]] | None:
-    """Run the domain task over ``df``: ``(rows per non-empty partition, domain rows)``, or
-    None when a partition holds a value beyond the revision's bounds or too many rows."""
-    from pyspark.sql import functions as F
-
-    from qbeast_connect.spark.errors import translate_errors
-    from qbeast_connect.spark.tasks import APPEND_DOMAIN_SCHEMA, append_domains
-
-    params = json.dumps(
-        {
-            "revision": revision.to_json(),
-            # an upper bound of the real group cube size: exact_domains accepts the result
-            # only when no cube of a local tree reached the real one
-            "groupCubeSize": max(1, revision.desired_cube_size),
-            "bufferCapacity": buffer_capacity,
-            "existing": dict(existing_weights),
-            "maxRows": min(SMALL_APPEND_MAX_ROWS, buffer_capacity),
-        }
-    )
-    names = list(revision.column_names)
-    projected = df.select(
-        F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN),
-        *[F.col(quote_identifier(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
-    )
-    with translate_errors():
-        rows = projected.mapInArrow(
-            functools.partial(append_domains, params), APPEND_DOMAIN_SCHEMA
-        ).collect()
-    if any(r["note"] in ("outside", "large") for r in rows):
-        return None
-    counts = [int(r["domain"]) for r in rows if r["note"] == "rows"]
-    return counts, [r for r in rows if r["note"] is None]
+def in_task_params(
+    existing: Mapping[Any, Any], buffer_capacity: int, sample_rows: int,
+    max_rows: int = SMALL_APPEND_MAX_ROWS,
+) -> dict[str, Any]:
+    """``WritePlan.append_task`` of a one-job small append to an index whose cubes have the
+    statuses ``existing``: the inner cubes' max weights (for the local tree, as the
+    estimation job gets them), every cube's element count (for the existing domains) and
+    the most rows the task accepts: at most ``max_rows`` (see :func:`max_rows_for`), the
+    buffer capacity (one local tree) and ``sample_rows`` (the estimation would read every
+    row)."""
+    return {
+        "existingWeights": {
+            str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
+        },
+        "existingCounts": {str(c): int(s.element_count) for c, s in existing.items()},
+        "bufferCapacity": buffer_capacity,
+        "maxRows": min(max_rows, buffer_capacity, sample_rows),
+    }
 
 
-def exact_domains(
-    domain_rows: Sequence[Any],
-    per_partition: Sequence[int],
-    desired_cube_size: int,
-    buffer_capacity: int,
-    fraction: float,
-) -> dict[str, float] | None:
-    """The input domains (cube string -> domain) when they equal the estimation job's,
-    else None (the write then runs that job). ``fraction`` is the share of the rows that
-    job would sample (``write.estimation_fraction``)."""
-    from qbeast_connect.index.estimation import group_cube_size
+def declined(exc: BaseException) -> bool:
+    """Whether ``exc`` is the failure of a one-job small append whose task declined its
+    rows (``server_plugin.append_task``): the write then runs the regular jobs."""
+    from server_plugin.append_task import DECLINED_MARKER
 
-    if any(r["note"] is not None for r in domain_rows):
-        return None
-    counts = [n for n in per_partition if n > 0]
-    if not counts:
-        return None
-    if fraction < 1.0:
-        return None
-    num_trees = sum(max(1, -(-n // buffer_capacity)) for n in counts)
-    gcs = group_cube_size(max(1, desired_cube_size), num_trees)
-    if max(counts) >= gcs or max(counts) > buffer_capacity:
-        return None
-    out: dict[str, float] = {}
-    for row in domain_rows:
-        out[row["cube"]] = out.get(row["cube"], 0.0) + float(row["domain"])
-    return out
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if DECLINED_MARKER in str(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

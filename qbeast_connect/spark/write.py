@@ -11,9 +11,10 @@ Spark jobs and makes one Delta commit:
 3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
    file per file group per task, and its driver-side commit makes one Delta commit.
 
-An append to the table's latest revision first runs one job that gives its row counts and
-cube domains (:mod:`qbeast_connect.spark.small_append`); when that yields the index jobs 1
-and 2 would, they are skipped (a small append: two jobs), otherwise they run as above.
+An append to the table's latest revision first tries one job: the write job, whose single
+task indexes its rows itself (:mod:`qbeast_connect.spark.small_append`); when the task
+declines the rows, nothing is committed and jobs 1 to 3 run as above. The commit is read
+back only when the result's version or metrics are first read (``WriteResult``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -193,21 +195,9 @@ def _weights_and_layout(
 ) -> tuple[dict[str, int], FileLayout]:
     """Cube max weights from this write's domains plus the existing index's (spec §5.4,
     §5.5), and the file layout of the write's rows."""
-    from qbeast_connect.index.layout import estimated_counts, plan_layout, segments_from_counts
-    from qbeast_connect.model.estimation_math import existing_domains, weights_from_domains
+    from qbeast_connect.index.append_plan import weights_and_layout
 
-    d = revision.dimension_count
-    dcs = revision.desired_cube_size
-    domains: dict[CubeId, float] = {
-        CubeId.from_string(c, d): v for c, v in input_domains.items()
-    }
-    if existing:
-        for cube, value in existing_domains(existing).items():
-            domains[cube] = domains.get(cube, 0.0) + value
-    weights = {str(c): int(w) for c, w in weights_from_domains(domains, dcs).items()}
-    counts = estimated_counts(dict(input_domains), weights, d)
-    layout = plan_layout(segments_from_counts(counts, weights, d), dcs, rows=total)
-    return weights, layout
+    return weights_and_layout(revision, input_domains, existing, total)
 
 
 class _Writer:
@@ -258,14 +248,25 @@ class _Writer:
 
     def run(self) -> WriteResult:
         result = self._run()
+        if result.timings is self.timings:  # a committed write's result, its details lazy
+            return result
         return replace(result, timings=dict(self.timings))
 
     def _run(self) -> WriteResult:
-        schema: StructType = self.df.schema
+        # the input's schema (a round trip to analyse the plan) is asked for while the
+        # snapshot loads: two round trips at once, not one after the other
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            analysed = pool.submit(lambda: self.df.schema)
+            with self._phase("snapshot"):
+                try:
+                    state = load_table_state(self.spark, self.path)
+                except BaseException:
+                    analysed.result()  # an unusable input is reported first, as before
+                    raise
+            with self._phase("schema"):
+                schema: StructType = analysed.result()
         schema_json = str(schema.json())
         check_column_names(schema.names, self.path)
-        with self._phase("snapshot"):
-            state = load_table_state(self.spark, self.path)
         if state.exists:
             if self.mode == "errorifexists":
                 raise TableAlreadyExistsError(
@@ -357,15 +358,9 @@ class _Writer:
             latest, specs, self.options.cube_size, bool(user_stats)
         ):
             assert latest is not None
-            fast = self._small_append(qsnap, latest)
+            fast = self._one_job_append(state, qsnap, latest, schema_string)
             if fast is not None:
-                # the latest revision, its configuration kept: as the regular path does
-                # for an append that does not supersede it
-                weights, layout = fast
-                changed = schema_string != state.schema_string
-                return self._commit(state, latest, weights, layout, None,
-                                    schema_string if changed else None,
-                                    new_revision=False, schema_changed=changed)
+                return fast
         with self._phase("statistics"):
             stats_df, needs = self._stats_frame(specs, index_types, schema, latest)
             with translate_errors():
@@ -420,28 +415,31 @@ class _Writer:
             schema_changed=schema_changed,
         )
 
-    def _small_append(
-        self, qsnap: Any, latest: Revision
-    ) -> tuple[dict[str, int], FileLayout] | None:
-        """Cube weights and layout of an append from one domain job (see
-        :mod:`qbeast_connect.spark.small_append`), or None when the append needs the
-        statistics and estimation jobs."""
+    def _one_job_append(
+        self, state: TableState, qsnap: Any, latest: Revision, schema_string: str
+    ) -> WriteResult | None:
+        """An append in one job: the input coalesced to one partition, whose write task
+        computes the cube max weights and layout of its rows itself (see
+        :mod:`qbeast_connect.spark.small_append`); None when the task declined the rows
+        (nothing was committed) and the append needs the regular jobs."""
         existing = qsnap.cube_statuses(latest.revision_id)
-        buffer = BUFFER_CAPACITY_DEFAULT
-        with self._phase("domains"):
-            found = small_append.domains_job(self.df, latest, _inner_weights(existing), buffer)
-        if found is None:
+        task = small_append.in_task_params(
+            existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS,
+            small_append.max_rows_for(self.df),
+        )
+        changed = schema_string != state.schema_string
+        try:
+            # the latest revision, its configuration kept: as the regular path does for an
+            # append that does not supersede it
+            return self._commit(state, latest, {}, None, None,
+                                schema_string if changed else None,
+                                new_revision=False, schema_changed=changed, append_task=task)
+        except Exception as exc:
+            if not small_append.declined(exc):
+                raise
+            # the failed attempt's time, apart from the write that follows
+            self.timings["declined"] = self.timings.pop("write", 0.0)
             return None
-        counts, rows = found
-        total = sum(counts)
-        dcs = latest.desired_cube_size
-        fraction = estimation_fraction(total, dcs)
-        domains = small_append.exact_domains(rows, counts, dcs, buffer, fraction)
-        if domains is None:
-            return None
-        self.input_partitions = len(counts)
-        with self._phase("weights"):
-            return _weights_and_layout(latest, domains, existing, total)
 
     # -- checks ----------------------------------------------------------------------
 
@@ -588,6 +586,7 @@ class _Writer:
         new_revision: bool,
         schema_changed: bool = False,
         revision_id: int | None = None,
+        append_task: Mapping[str, Any] | None = None,
     ) -> WriteResult:
         from pyspark.sql import functions as F
 
@@ -611,8 +610,10 @@ class _Writer:
             data_change=self.data_change,
             remove_paths=self.remove_paths,
             hooks=self.options.hooks,
+            append_task=append_task,
         )
-        df = self.df
+        # a one-job small append has one task that sees all the rows
+        df = self.df if append_task is None else self.df.coalesce(1)
         if revision is not None:
             columns = [F.col(quote_identifier(n)) for n in revision.column_names]
             df = df.select("*", F.hash(*columns).alias(WEIGHT_COLUMN))
@@ -620,39 +621,29 @@ class _Writer:
                 df = group_by_file(df, revision, weights, layout)
         with self._phase("write"), translate_errors():
             df.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
-        with self._phase("result"):
-            return self._result(txn_id, revision, new_revision, revision_id)
+        # no read-back now: the commit's version and metrics are read on first access
+        planned = revision.revision_id if revision is not None else revision_id
+        load = functools.partial(self._result, txn_id, planned, new_revision)
+        return WriteResult(self.path, None, revision_id=planned, new_revision=new_revision,
+                           timings=self.timings, commit_loader=load)
 
-    def _result(
-        self,
-        txn_id: str,
-        revision: Revision | None,
-        new_revision: bool,
-        revision_id: int | None,
-    ) -> WriteResult:
+    def _result(self, txn_id: str, revision_id: int | None, new_revision: bool) -> dict[str, Any]:
+        """The committed details of the write whose commit carries ``txn_id`` (version None
+        when nothing was committed), for :class:`WriteResult`'s lazy fields."""
         commit = find_commit(self.spark, self.path, txn_id)
-        if commit is not None:
-            if revision is not None:
-                revision_id = revision.revision_id
-                if new_revision and commit.rebased:
-                    # the commit was rebased over concurrent commits: the server may have
-                    # renumbered the new revision after theirs
-                    state = load_table_state(self.spark, self.path, version=commit.version)
-                    revision_id = int(state.configuration[LAST_REVISION_KEY])
-            return WriteResult(
-                path=self.path,
-                version=commit.version,
-                revision_id=revision_id,
-                new_revision=new_revision,
-                num_files=commit.num_files,
-                num_rows=commit.num_rows,
-            )
-        return WriteResult(
-            path=self.path,
-            version=None,
-            revision_id=revision.revision_id if revision is not None else revision_id,
-            new_revision=new_revision,
-        )
+        if commit is None:
+            return {"version": None, "revision_id": revision_id, "num_files": 0, "num_rows": 0}
+        if revision_id is not None and new_revision and commit.rebased:
+            # the commit was rebased over concurrent commits: the server may have renumbered
+            # the new revision after theirs
+            state = load_table_state(self.spark, self.path, version=commit.version)
+            revision_id = int(state.configuration[LAST_REVISION_KEY])
+        return {
+            "version": commit.version,
+            "revision_id": revision_id,
+            "num_files": commit.num_files,
+            "num_rows": commit.num_rows,
+        }
 
 
 def run_write(df: DataFrame, path: str, mode: WriteMode, options: WriteOptions) -> WriteResult:

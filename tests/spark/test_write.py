@@ -49,7 +49,7 @@ def test_write_reads_back_identically_in_deltalake(spark: Any, table_path: str) 
     assert result.version == 0
     assert result.revision_id == 1 and result.new_revision
     assert result.num_rows == ROWS
-    phases = ["snapshot", "statistics", "estimation", "write", "result"]
+    phases = ["snapshot", "schema", "statistics", "estimation", "write"]
     assert list(result.timings) == phases
     assert all(result.timings[p] > 0 for p in phases)
     ours = deltalake_table(table_path)
@@ -174,7 +174,7 @@ def test_modes_append_overwrite_ignore_errorifexists(spark: Any, table_path: str
         qc.write(first, table_path, columnsToIndex="a,x")
     ignored = qc.write(first, table_path, columnsToIndex="a,x", mode="ignore")
     assert ignored.skipped and ignored.version is None
-    assert list(ignored.timings) == ["snapshot"]  # skipped before any Spark job
+    assert list(ignored.timings) == ["snapshot", "schema"]  # skipped before any Spark job
 
     inside = _data(spark, 3000, offset=100)  # a in [0, 999], x in [0, 100): same space
     appended = qc.write(inside, table_path, mode="append")

@@ -1,19 +1,30 @@
-"""The small-append domain task and the check that its domains equal the estimation job's."""
+"""The one-job small append's task planner (``server_plugin.append_task``): it computes what
+the estimation job and the client would, or declines the rows before writing anything."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
+from qbeast_connect.exceptions import QbeastError, error_from_text
+from qbeast_connect.index.append_plan import weights_and_layout
+from qbeast_connect.index.estimation import group_cube_size
 from qbeast_connect.index.hashing_np import spark_hash_columns
 from qbeast_connect.model.column_spec import ColumnSpec
+from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision, plan_revision
 from qbeast_connect.model.transformation import ColumnStats
-from qbeast_connect.spark.small_append import exact_domains, may_use
-from qbeast_connect.spark.tasks import append_domains, estimate_domains
+from qbeast_connect.spark.small_append import declined, in_task_params, may_use
+from qbeast_connect.spark.tasks import estimate_domains
+from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
+from server_plugin.append_task import SmallAppendDeclinedError, plan_in_task
+
+#: Inner cubes of an existing index (root and two children) with their element counts.
+EXISTING = {"": (-1_500_000_000, 2_000), "A": (-500_000_000, 2_000), "Q": (-600_000_000, 2_000),
+            "AA": (2**31 - 1, 700), "g": (2**31 - 1, 300)}
 
 
 def _revision(cube_size: int = 2_000) -> Revision:
@@ -41,65 +52,83 @@ def _batches(rows: int, seed: int, x_high: float = 100.0) -> list[pa.RecordBatch
     return table.to_batches(max_chunksize=300)
 
 
-def _params(revision: Revision, existing: dict[str, int], **extra: Any) -> str:
-    return json.dumps(
-        {
-            "revision": revision.to_json(),
-            "groupCubeSize": revision.desired_cube_size,
-            "bufferCapacity": 100_000,
-            "existing": existing,
-            **extra,
-        }
-    )
+def _write_batches(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The batches as the write task sees them: data columns x, y and the weight column."""
+    return [
+        pa.RecordBatch.from_arrays(
+            [b.column(1), b.column(2), b.column(0)], names=["x", "y", WEIGHT_COLUMN]
+        )
+        for b in batches
+    ]
 
 
-def _rows(batches: Any) -> list[dict[str, Any]]:
-    return [row for b in batches for row in b.to_pylist()]
+class _Status:
+    def __init__(self, max_weight: int, element_count: int) -> None:
+        self.max_weight, self.element_count = max_weight, element_count
 
 
-def test_append_domains_equal_the_estimation_task_on_a_small_partition() -> None:
+def _plan(revision: Revision, max_rows: int = 100_000) -> WritePlan:
+    statuses = {c: _Status(w, n) for c, (w, n) in EXISTING.items()}
+    task = in_task_params(statuses, 100_000, 1_000_000)
+    task["maxRows"] = min(task["maxRows"], max_rows)
+    plan = WritePlan("/t", "append", 3, revision.to_json(), append_task=task)
+    return WritePlan.from_json(plan.to_json())  # as the server receives it
+
+
+def test_in_task_plan_equals_the_estimation_job_and_the_client_weights() -> None:
     revision = _revision()
-    # inner cubes of an existing index: the root and two children
-    existing = {"": -1_500_000_000, "A": -500_000_000, "Q": -600_000_000}
     batches = _batches(800, seed=3)
-    ours = _rows(append_domains(_params(revision, existing, maxRows=100_000), iter(batches)))
-    # the estimation job with the group cube size it would compute for one 800-row partition
-    theirs = _rows(estimate_domains(_params(revision, existing), iter(batches)))
-    cubes = [r for r in ours if r["note"] is None]
-    assert {r["cube"]: r["domain"] for r in cubes} == {r["cube"]: r["domain"] for r in theirs}
-    assert [r["domain"] for r in ours if r["note"] == "rows"] == [800.0]
-    assert len(cubes) > 3  # rows went below the existing inner cubes
+    planned, rows = plan_in_task(_plan(revision), iter(_write_batches(batches)))
+    assert sum(b.num_rows for b in rows) == 800 and planned.append_task is None
+
+    # what the regular path computes for the same rows in one partition: the estimation
+    # job's domains (group cube size of one tree), then the client's weights and layout
+    inner = {c: w for c, (w, _) in EXISTING.items() if w < 2**31 - 1}
+    params = json.dumps({"revision": revision.to_json(),
+                         "groupCubeSize": group_cube_size(revision.desired_cube_size, 1),
+                         "bufferCapacity": 100_000, "existing": inner})
+    domains: dict[str, float] = {}
+    for row in (r for b in estimate_domains(params, iter(batches)) for r in b.to_pylist()):
+        domains[row["cube"]] = domains.get(row["cube"], 0.0) + row["domain"]
+    counts = {CubeId.from_string(c, 2): n for c, (_, n) in EXISTING.items()}
+    weights, layout = weights_and_layout(revision, domains, counts, 800)
+    assert len(domains) > 3  # rows went below the existing inner cubes
+    assert dict(planned.cube_weights) == weights
+    assert planned.layout.to_json_value() == layout.to_json_value()
 
 
-def test_append_domains_report_rows_outside_the_space_and_large_partitions() -> None:
+@pytest.mark.parametrize(
+    ("rows", "x_high", "max_rows", "reason"),
+    [
+        (500, 150.0, 100_000, "beyond the revision's bounds"),
+        (900, 100.0, 400, "more than 400 rows"),
+        (2_500, 100.0, 100_000, "fill a cube"),  # one tree of 2,500 rows, cubes of 2,000
+    ],
+    ids=["outside", "too-many-rows", "fills-a-cube"],
+)
+def test_in_task_plan_declines_rows_the_regular_path_must_index(
+    rows: int, x_high: float, max_rows: int, reason: str
+) -> None:
     revision = _revision()
-    outside = _rows(append_domains(_params(revision, {}, maxRows=100_000),
-                                   iter(_batches(500, seed=4, x_high=150.0))))
-    assert [r["note"] for r in outside] == ["outside"]
-    large = _rows(append_domains(_params(revision, {}, maxRows=400), iter(_batches(900, 5))))
-    assert [r["note"] for r in large] == ["large"]
-    # a value just above the linear bound, which the statistics would widen the revision for
+    batches = _write_batches(_batches(rows, seed=4, x_high=x_high))
+    with pytest.raises(SmallAppendDeclinedError, match=reason) as caught:
+        plan_in_task(_plan(revision, max_rows), iter(batches))
+    # as the client sees it: the Spark error text, translated into a QbeastError
+    text = f"PythonException: {caught.value}\n  File ..."
+    translated = error_from_text(text)
+    assert isinstance(translated, QbeastError) and declined(translated)
+    assert not declined(RuntimeError("[QBEAST_ERROR] something else"))
+
+
+def test_in_task_plan_declines_a_value_just_above_a_linear_bound() -> None:
+    revision = _revision()
     batch = _batches(10, seed=6)[0]
     x = batch.column(1).to_numpy().copy()
-    x[3] = np.nextafter(100.0, 200.0)
+    x[3] = np.nextafter(100.0, 200.0)  # the statistics would widen the revision for it
     above = pa.RecordBatch.from_arrays([batch.column(0), pa.array(x), batch.column(2)],
                                        names=["w", "c0", "c1"])
-    found = _rows(append_domains(_params(revision, {}, maxRows=100), iter([above])))
-    assert [r["note"] for r in found] == ["outside"]
-
-
-def test_exact_domains_accepts_only_what_the_estimation_job_would_compute() -> None:
-    rows = [{"cube": "", "domain": 10.0, "note": None}, {"cube": "A", "domain": 5.0, "note": None},
-            {"cube": "A", "domain": 1.0, "note": None}]
-    assert exact_domains(rows, [600, 400], 2_000, 100_000, 1.0) == {"": 10.0, "A": 6.0}
-    # a partition as large as the group cube size (2000 // 2 trees) could fill a cube
-    assert exact_domains(rows, [1_000, 400], 2_000, 100_000, 1.0) is None
-    # a sampled estimation is not what the full domains give
-    assert exact_domains(rows, [600, 400], 2_000, 100_000, 0.5) is None
-    # a partition reported a row outside the space
-    assert exact_domains([*rows, {"cube": None, "domain": None, "note": "outside"}],
-                         [600, 400], 2_000, 100_000, 1.0) is None
-    assert exact_domains([], [], 2_000, 100_000, 1.0) is None
+    with pytest.raises(SmallAppendDeclinedError, match="bounds"):
+        plan_in_task(_plan(revision), iter(_write_batches([above])))
 
 
 def test_may_use_needs_the_latest_revision_unchanged_by_the_options() -> None:
