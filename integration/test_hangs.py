@@ -246,3 +246,41 @@ def test_a_killed_clients_write_is_cancelled_and_its_cores_freed_within_a_minute
     # the write was cancelled before its commit: no version of the table exists, and the
     # server, now stopped, can no longer commit it
     assert not list(table.glob("_delta_log/*.json"))
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its new parent to reap it counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_embedded_server_stops_when_its_client_is_killed() -> None:
+    """A client killed with SIGKILL runs no atexit hook; its embedded server (a 4 GB JVM)
+    used to keep running, orphaned. The reaper stops it within the grace period."""
+    client = _python(
+        """
+        import time
+        from qbeast_connect.spark.server import LocalConnectServer
+        server = LocalConnectServer(master="local[1]").start()
+        print(server.pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    assert client.stdout is not None
+    line = client.stdout.readline().strip()
+    assert line.isdigit(), client.communicate(timeout=30)
+    server_pid = int(line)
+    assert _alive(server_pid)
+    client.send_signal(signal.SIGKILL)
+    client.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    try:
+        assert not _alive(server_pid), "the server outlived its killed client"
+    finally:
+        if _alive(server_pid):
+            os.killpg(server_pid, signal.SIGKILL)

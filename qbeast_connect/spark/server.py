@@ -4,6 +4,11 @@ The server runs as a child process (``spark-submit`` of the Connect server class
 ships inside the pyspark wheel), so the client process itself never hosts a JVM. The
 server's Python workers run the same interpreter as the client, which has the
 qbeast-connect packages installed, so the server plugin is importable there.
+
+The server never outlives its owner: besides the ``atexit`` stop, a small reaper process
+(:func:`watch_owner`) holds the read end of a pipe whose write end only the owner holds.
+When the owner dies in any way (SIGKILL, a crash, SIGTERM without clean-up), the kernel
+closes that end, the reaper reads end-of-file and stops the server's process group.
 """
 
 from __future__ import annotations
@@ -160,6 +165,7 @@ class LocalConnectServer:
             os.close(fd)
         self.log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
+        self._reaper: OwnerWatch | None = None
 
     @property
     def url(self) -> str:
@@ -225,6 +231,7 @@ class LocalConnectServer:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+        self._reaper = watch_owner(self._process.pid)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -267,6 +274,9 @@ class LocalConnectServer:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
         process = self._process
+        if self._reaper is not None:
+            self._reaper.release()
+            self._reaper = None
         if process is None or process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -280,8 +290,77 @@ class LocalConnectServer:
 
     def kill(self) -> None:
         """Kill the server at once (SIGKILL), as a crash would."""
+        if self._reaper is not None:
+            self._reaper.release()
+            self._reaper = None
         process = self._process
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+#: The reaper: waits for end-of-file on stdin (its owner is gone), then stops the process
+#: group named by its argument, SIGTERM first and SIGKILL after a grace period.
+_REAPER = """
+import os, signal, sys, time
+group = int(sys.argv[1])
+sys.stdin.buffer.read()
+try:
+    os.killpg(group, signal.SIGTERM)
+    deadline = time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        os.killpg(group, 0)
+    os.killpg(group, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+"""
+
+
+class OwnerWatch:
+    """A reaper process watching this process on behalf of one process group."""
+
+    def __init__(self, reaper: subprocess.Popen[bytes], write_end: int) -> None:
+        self._reaper = reaper
+        self._write_end: int | None = write_end
+
+    @property
+    def pid(self) -> int:
+        """The reaper's process id."""
+        return self._reaper.pid
+
+    def release(self) -> None:
+        """Stop watching: the owner stops the group itself. The reaper is killed before the
+        pipe closes, so it never signals a group id the system may have reused."""
+        with contextlib.suppress(ProcessLookupError):
+            self._reaper.kill()
+        self._reaper.wait()
+        if self._write_end is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._write_end)
+            self._write_end = None
+
+
+def watch_owner(group: int, grace_s: float = 10.0) -> OwnerWatch:
+    """Start a reaper that stops process group ``group`` when this process dies.
+
+    The pipe's write end stays only in this process (it is not inheritable, so no other
+    child keeps it open), and the reaper runs in a session of its own, so signals aimed at
+    this process's group do not reach it.
+    """
+    read_end, write_end = os.pipe()
+    try:
+        reaper = subprocess.Popen(
+            [sys.executable, "-c", _REAPER, str(group), str(grace_s)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return OwnerWatch(reaper, write_end)
