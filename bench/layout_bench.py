@@ -132,8 +132,9 @@ def previous_layout_copy(path: str, target: str) -> None:
         )
 
 
-def page_index_copy(path: str, target: str) -> None:
-    """The table at ``path`` with the same row groups, plus parquet page indexes."""
+def _rewrite_files(path: str, target: str, **overrides: Any) -> None:
+    """The table at ``path`` copied to ``target`` with the same row groups, its files
+    rewritten with the project's parquet options changed by ``overrides``."""
     import pyarrow.parquet as pq
 
     from server_plugin.parquet_statistics import parquet_write_options
@@ -143,33 +144,23 @@ def page_index_copy(path: str, target: str) -> None:
     for f in Path(path).glob("*.parquet"):
         source = pq.ParquetFile(f)
         table = source.read()
-        options = {**parquet_write_options(table), "write_page_index": True}
+        options = {**parquet_write_options(table), **overrides}
         with pq.ParquetWriter(
             Path(target) / f.name, table.schema, compression="snappy", **options
         ) as out:
             for g in range(source.metadata.num_row_groups):
                 group = source.read_row_group(g)
                 out.write_table(group, row_group_size=group.num_rows)
+
+
+def page_index_copy(path: str, target: str) -> None:
+    """The table at ``path`` with the same row groups, plus parquet page indexes."""
+    _rewrite_files(path, target, write_page_index=True)
 
 
 def decimal_bytes_copy(path: str, target: str) -> None:
     """The table at ``path`` with the same row groups, decimals as fixed-length bytes."""
-    import pyarrow.parquet as pq
-
-    from server_plugin.parquet_statistics import parquet_write_options
-
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(Path(path) / "_delta_log", Path(target) / "_delta_log")
-    for f in Path(path).glob("*.parquet"):
-        source = pq.ParquetFile(f)
-        table = source.read()
-        options = {**parquet_write_options(table), "store_decimal_as_integer": False}
-        with pq.ParquetWriter(
-            Path(target) / f.name, table.schema, compression="snappy", **options
-        ) as out:
-            for g in range(source.metadata.num_row_groups):
-                group = source.read_row_group(g)
-                out.write_table(group, row_group_size=group.num_rows)
+    _rewrite_files(path, target, store_decimal_as_integer=False)
 
 
 def main() -> None:
