@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from qbeast_connect.exceptions import JavaNotFoundError, MissingDependencyError, QbeastError
+from qbeast_connect.spark.files import DRIVER_LISTING_PATHS, LISTING_THRESHOLD_CONF
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 #: Spark Connect's per-session cache of analyzed plans (see DEFAULT_SERVER_CONF).
@@ -58,7 +59,7 @@ DEFAULT_SERVER_CONF: Mapping[str, str] = {
     # A qbeast read names its selected files one by one; above 32 paths Spark would check
     # them with a distributed listing job (about 1 s per query on TPC-H sf 1, 376 files).
     # These servers read local files, which the driver checks faster itself.
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    LISTING_THRESHOLD_CONF: str(DRIVER_LISTING_PATHS),
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
