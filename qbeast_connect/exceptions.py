@@ -23,6 +23,7 @@ __all__ = [
     "MissingDependencyError",
     "NotAQbeastTableError",
     "PluginUnavailableError",
+    "PluginVersionMismatchError",
     "QbeastError",
     "RevisionConflictError",
     "SchemaMismatchError",
@@ -107,6 +108,10 @@ class CommitRetriesExhaustedError(CommitConflictError, code="QBEAST_COMMIT_RETRI
 
 class PluginUnavailableError(QbeastError, code="QBEAST_PLUGIN_UNAVAILABLE"):
     """The Spark Connect server cannot import the qbeast server plugin."""
+
+
+class PluginVersionMismatchError(PluginUnavailableError, code="QBEAST_PLUGIN_VERSION_MISMATCH"):
+    """The server has a qbeast plugin installed whose version is not the client's."""
 
 
 class MissingDependencyError(QbeastError, ImportError, code="QBEAST_MISSING_DEPENDENCY"):

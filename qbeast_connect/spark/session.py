@@ -9,9 +9,6 @@ import threading
 import warnings
 from typing import TYPE_CHECKING
 
-from qbeast_connect.exceptions import PluginUnavailableError, QbeastError
-from qbeast_connect.spark.errors import translate_errors
-from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
 from qbeast_connect.spark.server import LocalConnectServer
 
 if TYPE_CHECKING:
@@ -184,24 +181,17 @@ def _set_conf(spark: SparkSession, conf: dict[str, str]) -> None:
             spark.conf.set(key, str(value))
 
 
-def _disable_plan_cache(spark: SparkSession) -> None:
-    """Turn off the session's plan cache, which makes Spark 4.2 reuse a stale filter
-    pushdown of ``format("qbeast")`` (see ``DEFAULT_SERVER_CONF``)."""
-    import contextlib
-
-    from qbeast_connect.spark.server import PLAN_CACHE_CONF
-
-    # a server without the setting has no such cache
-    with contextlib.suppress(Exception):
-        spark.conf.set(PLAN_CACHE_CONF, "false")
-
-
 def register_plugin(spark: SparkSession) -> None:
-    """Register the plugin's data sources on ``spark`` and check the server can run them.
+    """Make the plugin available on ``spark`` and register its data sources.
+
+    A server without the plugin gets the client's own, shipped as a session artifact; see
+    ``spark/plugin_setup.py``.
 
     Raises:
-        PluginUnavailableError: the server's Python workers cannot import ``server_plugin``.
+        PluginVersionMismatchError: the server has another version of the plugin installed.
+        PluginUnavailableError: the server's Python workers cannot run the plugin.
     """
+    from qbeast_connect.spark.plugin_setup import ensure_plugin, set_session_conf
     from server_plugin.datasource import (
         QbeastCommandSource,
         QbeastSnapshotSource,
@@ -210,23 +200,11 @@ def register_plugin(spark: SparkSession) -> None:
     from server_plugin.qbeast_format import QbeastDataSource
     from server_plugin.timeline_writer import QbeastTimelineWriteSource
 
+    set_session_conf(spark)
+    ensure_plugin(spark)
     spark.dataSource.register(QbeastSnapshotSource)
     spark.dataSource.register(QbeastWriteSource)
     spark.dataSource.register(QbeastCommandSource)
     spark.dataSource.register(QbeastTimelineWriteSource)
     # also found by Spark itself (module pyspark_qbeast) when the server has the package
     spark.dataSource.register(QbeastDataSource)
-    _disable_plan_cache(spark)
-    try:
-        with translate_errors():
-            rows = spark.read.format(SNAPSHOT_FORMAT).option("probe", "true").load().collect()
-    except QbeastError:
-        raise
-    except Exception as exc:
-        raise PluginUnavailableError(
-            "the Spark Connect server cannot run the qbeast server plugin: install "
-            "'qbeast-connect' in the Python environment of the server's workers "
-            f"(spark.pyspark.python) and restart it. Server said: {str(exc).splitlines()[0]}"
-        ) from exc
-    if not rows or rows[0]["kind"] != "plugin":
-        raise PluginUnavailableError(f"unexpected answer from the server plugin probe: {rows!r}")

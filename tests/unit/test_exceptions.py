@@ -24,6 +24,10 @@ _CONTRACT: dict[str, tuple[str, tuple[str, ...]]] = {
     "CommitConflictError": ("QBEAST_COMMIT_CONFLICT", ("QbeastError",)),
     "CommitRetriesExhaustedError": ("QBEAST_COMMIT_RETRIES_EXHAUSTED", ("CommitConflictError",)),
     "PluginUnavailableError": ("QBEAST_PLUGIN_UNAVAILABLE", ("QbeastError",)),
+    "PluginVersionMismatchError": (
+        "QBEAST_PLUGIN_VERSION_MISMATCH",
+        ("PluginUnavailableError",),
+    ),
     "MissingDependencyError": ("QBEAST_MISSING_DEPENDENCY", ("QbeastError", "ImportError")),
     "JavaNotFoundError": ("QBEAST_JAVA_NOT_FOUND", ("QbeastError", "RuntimeError")),
     "StorageError": ("QBEAST_STORAGE", ("QbeastError", "OSError")),
