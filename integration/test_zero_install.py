@@ -1,0 +1,264 @@
+"""Zero-install: a stock Spark Connect server, whose Python has only ``pyspark[connect]``.
+
+The server's Python (driver and workers) is a fresh ``venv`` whose site-packages holds one
+``.pth`` line: a directory of symlinks to exactly the distributions ``pyspark[connect]``
+requires, read from their ``importlib.metadata`` requirements, transitively. So it sees
+pyspark, py4j, pandas, pyarrow, numpy, grpc and their own dependencies, and not
+qbeast-connect, its ``pyspark_qbeast`` shim or ``mmh3``. The test proves that in the
+server's own workers before any client ships anything; then a normal client runs every
+operation and ``deltalake`` reads each table the same way.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from qbeast_connect.spark.server import LocalConnectServer
+
+pytestmark = pytest.mark.slow
+
+#: What the stock server's Python must not import, and what it must.
+FORBIDDEN = ("server_plugin", "qbeast_connect", "pyspark_qbeast", "mmh3")
+REQUIRED = ("pyspark", "pyarrow", "pandas", "numpy", "grpc")
+
+#: A probe compiled outside any importable module, so it is pickled by value.
+_IMPORTS_SOURCE = """
+def qbeast_test_imports(_):
+    import importlib, json, sys
+    found = {}
+    for name in %r:
+        try:
+            module = importlib.import_module(name)
+            found[name] = str(getattr(module, "__file__", ""))
+        except ImportError as exc:
+            found[name] = None
+    return json.dumps({"executable": sys.executable, "found": found})
+"""
+
+
+def allowed_distributions(
+    root: str = "pyspark", extras: tuple[str, ...] = ("connect",)
+) -> set[str]:
+    """The distributions ``root[extras]`` needs, transitively (environment markers applied)."""
+    wanted: list[tuple[str, tuple[str, ...]]] = [(root, extras)]
+    seen: set[str] = set()
+    while wanted:
+        name, with_extras = wanted.pop()
+        key = canonicalize_name(name)
+        if key in seen:
+            continue
+        seen.add(key)
+        for line in md.distribution(name).requires or []:
+            req = Requirement(line)
+            envs = [{"extra": e} for e in with_extras] or [{"extra": ""}]
+            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
+                wanted.append((req.name, tuple(req.extras)))
+    return seen
+
+
+def build_stock_python(base: Path) -> str:
+    """A venv whose Python sees only the distributions of ``pyspark[connect]``."""
+    venv = base / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
+    exposed = base / "site"
+    exposed.mkdir()
+    allowed = allowed_distributions()
+    for dist in md.distributions():
+        if canonicalize_name(dist.metadata["Name"]) not in allowed:
+            continue
+        site = Path(str(dist.locate_file(""))).resolve()
+        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
+        for top in sorted(tops):
+            if top.endswith(".pth") or top == "__pycache__":
+                continue
+            link = exposed / top
+            if not link.exists():
+                link.symlink_to(site / top)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(purelib) / "stock.pth").write_text(f"{exposed}\n")
+    return str(python)
+
+
+def _imports_udf() -> Any:
+    from pyspark.sql.functions import udf
+
+    namespace: dict[str, Any] = {"__name__": "qbeast_test_stock_probe"}
+    exec(_IMPORTS_SOURCE % ((*FORBIDDEN, *REQUIRED),), namespace)
+    return udf(namespace["qbeast_test_imports"], "string")
+
+
+@pytest.fixture(scope="module")
+def stock_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return build_stock_python(tmp_path_factory.mktemp("stock"))
+
+
+@pytest.fixture(scope="module")
+def stock_server(stock_python: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    workdir = tmp_path_factory.mktemp("stock-server")
+    # the server's working directory is on its workers' sys.path ("python -m"): never this
+    # checkout, whose packages would be importable from there
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        server = LocalConnectServer(
+            master="local[2]",
+            conf={
+                "spark.pyspark.python": stock_python,
+                "spark.pyspark.driver.python": stock_python,
+                # Spark's own defaults: the client must set what it needs per session
+                "spark.sql.python.filterPushdown.enabled": "false",
+                "spark.connect.session.planCache.enabled": "true",
+            },
+            env={
+                "PYSPARK_PYTHON": stock_python,
+                "PYSPARK_DRIVER_PYTHON": stock_python,
+                # no discovery path to this checkout, nothing inherited
+                "PYTHONPATH": "",
+                "PWD": str(workdir),
+            },
+        ).start()
+    finally:
+        os.chdir(here)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_stock_python_cannot_import_the_plugin(stock_python: str, tmp_path: Path) -> None:
+    names = (*FORBIDDEN, *REQUIRED)
+    code = (
+        "import importlib.util, json; "
+        f"print(json.dumps({{n: importlib.util.find_spec(n) is not None for n in {names!r}}}))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [stock_python, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    found = json.loads(out.stdout)
+    assert found == {**dict.fromkeys(FORBIDDEN, False), **dict.fromkeys(REQUIRED, True)}
+
+
+def test_zero_install_on_a_stock_server(
+    stock_server: str, stock_python: str, tmp_path: Path
+) -> None:
+    from pyspark.sql import SparkSession
+
+    # 1. the server's own workers, before anything is shipped: no plugin, no mmh3
+    raw = SparkSession.builder.remote(stock_server).getOrCreate()
+    try:
+        answer = json.loads(raw.range(1).select(_imports_udf()("id")).collect()[0][0])
+    finally:
+        raw.stop()
+    assert answer["executable"] == stock_python
+    found = answer["found"]
+    assert {n: found[n] for n in FORBIDDEN} == dict.fromkeys(FORBIDDEN)
+    assert all(found[n] for n in REQUIRED)
+
+    # 2. a normal client: qc.session ships the plugin, and every operation works
+    import qbeast_connect as qc
+    from pyspark.sql import functions as F
+    from server_plugin.datasource import PLUGIN_VERSION
+
+    from qbeast_connect.planning.file_planner import sample_weight_sql
+    from qbeast_connect.spark.bundle import build_bundle
+    from qbeast_connect.spark.plugin_setup import SESSION_CONF, probe_server
+    from qbeast_connect.timeline import load_timelines, write_partitioned
+    from tests.spark.helpers import deltalake_table, row_digest, spark_digest
+
+    spark = qc.session(stock_server)
+    try:
+        shipped = probe_server(spark)
+        assert shipped.version == PLUGIN_VERSION
+        assert shipped.origin is not None and build_bundle().name in shipped.origin
+        assert {k: spark.conf.get(k) for k in SESSION_CONF} == dict(SESSION_CONF)
+
+        table = str(tmp_path / "indexed")
+        df = spark.range(0, 20_000, numPartitions=4).select(
+            "id",
+            (F.col("id") % 1000 / 10.0).alias("x"),
+            F.concat(F.lit("k"), (F.col("id") % 37).cast("string")).alias("k"),
+        )
+        first = qc.write(df, table, columnsToIndex="x,k", cubeSize=1_000)
+        second = qc.write(
+            df.select((F.col("id") + 20_000).alias("id"), "x", "k"), table, mode="append"
+        )
+        assert (first.version, second.version) == (0, 1)
+        t = qc.QbeastTable.forPath(spark, table)
+        assert t.toDF().count() == 40_000
+        # 50 of every 1000 ids have x < 5
+        assert t.filter("x < 5").count() == 2_000
+        assert spark.read.format("qbeast").load(table).where("x < 5").count() == 2_000
+        sample = t.sample(0.2).count()
+        assert sample == t.toDF().where(sample_weight_sql(t.indexedColumns(), 0.2)).count()
+        assert 0.1 * 40_000 < sample < 0.3 * 40_000
+        before = spark_digest(t.toDF())
+        assert before[0] == 40_000
+
+        optimized = t.optimize()
+        assert optimized.rows == 40_000 and optimized.removed_files > 0
+        t = t.refresh()
+        metrics = t.getIndexMetrics()
+        assert metrics.element_count == 40_000 and metrics.cube_count > 1
+        assert spark_digest(t.toDF()) == before == row_digest(deltalake_table(table))
+        live = {p.name for p in Path(table).glob("**/*.parquet")}
+        vacuumed = t.vacuum(retentionHours=0, enforceRetentionDuration=False)
+        assert len(vacuumed) == optimized.removed_files
+        assert len({p.name for p in Path(table).glob("**/*.parquet")}) == len(live) - len(vacuumed)
+        assert row_digest(deltalake_table(table)) == before
+
+        # df.write.format("qbeast") through the explicitly registered source
+        fmt = str(tmp_path / "format")
+        df.write.format("qbeast").mode("append").option("columnsToIndex", "x").save(fmt)
+        assert row_digest(deltalake_table(fmt)) == spark_digest(df)
+        assert spark.read.format("qbeast").load(fmt).where("x >= 99").count() == 200
+
+        # convert a parquet directory, then index its staging area
+        plain = str(tmp_path / "plain")
+        df.write.parquet(plain)
+        qc.convertToQbeast(spark, plain, "x,k", cubeSize=2_000)
+        converted = qc.QbeastTable.forPath(spark, plain)
+        assert converted.toDF().count() == 20_000
+        assert converted.optimize(0).rows == 20_000
+        assert row_digest(deltalake_table(plain)) == spark_digest(df)
+
+        # a time-partitioned table with its timeline
+        daily = str(tmp_path / "daily")
+        events = spark.range(0, 96).select(
+            "id",
+            F.timestamp_seconds(F.lit(1_422_489_600) + F.col("id") * 1_800).alias("ts"),
+        )
+        written = write_partitioned(events, daily, partitionColumn="ts", updatePeriod="daily")
+        assert written.version == 0
+        timelines = load_timelines(spark, daily)
+        assert [str(p) for p in next(iter(timelines.values())).partitions()] == [
+            "2015-01-29",
+            "2015-01-30",
+        ]
+        assert row_digest(deltalake_table(daily), ["id"]) == spark_digest(events, ["id"])
+    finally:
+        qc.stop(remote=stock_server)
