@@ -180,14 +180,14 @@ def test_zero_install_on_a_stock_server(
     assert all(found[n] for n in REQUIRED)
 
     # 2. a normal client: qc.session ships the plugin, and every operation works
-    import qbeast_connect as qc
     from pyspark.sql import functions as F
-    from server_plugin.datasource import PLUGIN_VERSION
 
+    import qbeast_connect as qc
     from qbeast_connect.planning.file_planner import sample_weight_sql
     from qbeast_connect.spark.bundle import build_bundle
     from qbeast_connect.spark.plugin_setup import SESSION_CONF, probe_server
     from qbeast_connect.timeline import load_timelines, write_partitioned
+    from server_plugin.datasource import PLUGIN_VERSION
     from tests.spark.helpers import deltalake_table, row_digest, spark_digest
 
     spark = qc.session(stock_server)
@@ -233,7 +233,13 @@ def test_zero_install_on_a_stock_server(
 
         # df.write.format("qbeast") through the explicitly registered source
         fmt = str(tmp_path / "format")
-        df.write.format("qbeast").mode("append").option("columnsToIndex", "x").save(fmt)
+        (
+            df.write.format("qbeast")
+            .mode("append")
+            .option("columnsToIndex", "x")
+            .option("columnStats", '{"x_min": 0, "x_max": 100}')
+            .save(fmt)
+        )
         assert row_digest(deltalake_table(fmt)) == spark_digest(df)
         assert spark.read.format("qbeast").load(fmt).where("x >= 99").count() == 200
 
