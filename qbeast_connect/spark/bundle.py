@@ -60,9 +60,8 @@ class PluginBundle:
 
 def source_root() -> Path:
     """The directory holding the ``qbeast_connect`` and ``server_plugin`` packages."""
-    import qbeast_connect
-
-    return Path(qbeast_connect.__file__).resolve().parent.parent
+    # this file is <root>/qbeast_connect/spark/bundle.py
+    return Path(__file__).resolve().parents[2]
 
 
 def module_file(root: Path, module: str) -> Path | None:
