@@ -268,3 +268,37 @@ def test_zero_install_on_a_stock_server(
         assert row_digest(deltalake_table(daily), ["id"]) == spark_digest(events, ["id"])
     finally:
         qc.stop(remote=stock_server)
+
+
+def test_installed_plugin_of_another_version_is_refused(stock_server: str, tmp_path: Path) -> None:
+    """A session whose workers import a plugin of another version never gets to write.
+
+    The "installed" plugin is a stand-in added to a fresh session as an artifact, so that
+    this runs on the module's stock server; that its probe sees 0.0.1 and not the plugin
+    an earlier session shipped also shows that sessions' Python workers are kept apart.
+    """
+    import zipfile
+
+    from pyspark.sql import SparkSession
+
+    from qbeast_connect.exceptions import PluginVersionMismatchError
+    from qbeast_connect.spark.session import register_plugin
+    from server_plugin.datasource import PLUGIN_VERSION
+
+    old = tmp_path / "old_plugin.zip"
+    with zipfile.ZipFile(old, "w") as archive:
+        archive.writestr("server_plugin/__init__.py", "")
+        archive.writestr("server_plugin/datasource.py", 'PLUGIN_VERSION = "0.0.1"\n')
+    spark = SparkSession.builder.remote(stock_server).create()
+    try:
+        spark.addArtifacts(str(old), pyfile=True)
+        with pytest.raises(PluginVersionMismatchError) as raised:
+            register_plugin(spark)
+        text = str(raised.value)
+        assert "qbeast-connect 0.0.1 installed" in text and "old_plugin.zip" in text
+        assert f"this client is qbeast-connect {PLUGIN_VERSION}" in text
+        # nothing was registered on the session
+        with pytest.raises(Exception, match="qbeast_snapshot"):
+            spark.read.format("qbeast_snapshot").option("probe", "true").load().collect()
+    finally:
+        spark.stop()

@@ -104,11 +104,14 @@ def probe_server(spark: SparkSession) -> ProbeAnswer:
         PluginUnavailableError: the workers cannot run the probe (their Python is not the
             client's version: that needs a server restart).
     """
-    from pyspark.sql.functions import udf
+    # the Connect functions themselves: they need no SparkContext, whatever the mode
+    from pyspark.sql.connect.functions import col, udf
+    from pyspark.sql.types import StringType
 
-    probe = udf(_probe_function(), "string")
+    make_udf: Any = udf
+    answer: Any = make_udf(_probe_function(), StringType())(col("id"))
     try:
-        rows = spark.range(1).select(probe("id").alias("answer")).collect()
+        rows = spark.range(1).select(answer.alias("answer")).collect()
     except Exception as exc:
         text = str(exc)
         client = "{}.{}".format(*sys.version_info[:2])

@@ -186,3 +186,55 @@ def test_shipped_plugin_must_be_the_one_the_workers_import() -> None:
         )
     with pytest.raises(PluginUnavailableError, match="do not import it"):
         check_shipped(ProbeAnswer("3.11.7", missing="server_plugin"), name, "0.1.0")
+
+
+class _FailingQuery:
+    """Stands in for ``spark.range(1).select(...)`` whose ``collect`` fails with ``text``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def select(self, *_: object) -> _FailingQuery:
+        return self
+
+    def collect(self) -> list[object]:
+        raise RuntimeError(self.text)
+
+
+class _FakeSpark:
+    def __init__(self, failure: str = "", refused: str = "") -> None:
+        self.failure = failure
+        self.refused = refused
+        self.conf = self
+        self.set_keys: list[str] = []
+
+    def range(self, _: int) -> _FailingQuery:
+        return _FailingQuery(self.failure)
+
+    def set(self, key: str, value: str) -> None:
+        if key == self.refused:
+            raise RuntimeError(f"[CANNOT_MODIFY_CONFIG] Cannot modify the value of {key}")
+        self.set_keys.append(key)
+
+
+def test_probe_names_a_python_version_mismatch_as_a_server_restart() -> None:
+    from qbeast_connect.spark.plugin_setup import probe_server
+
+    spark = _FakeSpark(failure="[PYTHON_VERSION_MISMATCH] Python in worker has version 3.12")
+    with pytest.raises(PluginUnavailableError) as raised:
+        probe_server(spark)  # type: ignore[arg-type]
+    text = str(raised.value)
+    assert "Restart the server with spark.pyspark.python" in text
+    assert "Python {}.{}".format(*sys.version_info[:2]) in text
+
+
+def test_refused_session_setting_names_the_server_conf() -> None:
+    from qbeast_connect.spark.plugin_setup import SESSION_CONF, set_session_conf
+
+    key = "spark.sql.python.filterPushdown.enabled"
+    with pytest.raises(PluginUnavailableError, match=f"restart the server with --conf {key}=true"):
+        set_session_conf(_FakeSpark(refused=key))  # type: ignore[arg-type]
+    # a server without Spark 4.2's plan cache setting is fine
+    spark = _FakeSpark(refused="spark.connect.session.planCache.enabled")
+    set_session_conf(spark)  # type: ignore[arg-type]
+    assert spark.set_keys == [k for k in SESSION_CONF if k != spark.refused]
