@@ -22,9 +22,11 @@ shipped bundle apart from an installed plugin of the same version.
 from __future__ import annotations
 
 import ast
+import atexit
 import hashlib
 import io
 import os
+import shutil
 import tempfile
 import threading
 import zipfile
@@ -151,7 +153,10 @@ def build_bundle(root: Path | None = None, out_dir: Path | None = None) -> Plugi
         modules = plugin_modules(root)
         data = _zip_bytes(root, modules)
         digest = hashlib.sha256(data).hexdigest()[:16]
-        directory = out_dir or Path(tempfile.mkdtemp(prefix="qbeast-plugin-"))
+        directory = out_dir
+        if directory is None:
+            directory = Path(tempfile.mkdtemp(prefix="qbeast-plugin-"))
+            atexit.register(shutil.rmtree, directory, True)
         path = directory / f"{BUNDLE_PREFIX}{PLUGIN_VERSION.replace('.', '_')}_{digest}.zip"
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(data)
