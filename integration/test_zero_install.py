@@ -127,6 +127,7 @@ def stock_server(stock_python: str, tmp_path_factory: pytest.TempPathFactory) ->
                 # Spark's own defaults: the client must set what it needs per session
                 "spark.sql.python.filterPushdown.enabled": "false",
                 "spark.connect.session.planCache.enabled": "true",
+                "spark.sql.sources.parallelPartitionDiscovery.threshold": "32",
             },
             env={
                 "PYSPARK_PYTHON": stock_python,
