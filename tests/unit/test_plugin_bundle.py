@@ -238,3 +238,13 @@ def test_refused_session_setting_names_the_server_conf() -> None:
     spark = _FakeSpark(refused="spark.connect.session.planCache.enabled")
     set_session_conf(spark)  # type: ignore[arg-type]
     assert spark.set_keys == [k for k in SESSION_CONF if k != spark.refused]
+
+
+def test_plugin_version_is_the_package_version() -> None:
+    import tomllib
+
+    import qbeast_connect
+    from server_plugin.datasource import PLUGIN_VERSION
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert PLUGIN_VERSION == qbeast_connect.__version__ == project["version"]
