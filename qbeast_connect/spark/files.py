@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file
+from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -205,7 +206,7 @@ def read_files(
         spark.dataSource.register(QbeastFilesSource)
     payload = [[str(f[0]), int(f[1]), *([dict(f[2])] if len(f) > 2 else [])] for f in files]
     return (
-        spark.read.format(FILES_FORMAT)
+        with_storage_options(spark.read.format(FILES_FORMAT), spark)
         .schema(schema)
         .option("path", table_path)
         .option("files", json.dumps(payload, separators=(",", ":")))
