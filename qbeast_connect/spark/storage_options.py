@@ -20,7 +20,10 @@ from qbeast_connect.exceptions import InvalidOptionError
 from server_plugin.delta.storage.scope import STORAGE_OPTION_PREFIX, storage_settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession as ClassicSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    SparkSession = ClassicSession | ConnectSession
 
 __all__ = ["set_storage_options", "storage_options", "with_storage_options"]
 
