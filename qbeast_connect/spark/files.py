@@ -51,6 +51,7 @@ __all__ = [
     "PLUGIN_SCHEMES",
     "SPARK_READER",
     "TableFile",
+    "answer_input_files",
     "check_paths_on_driver",
     "read_files",
     "read_table_files",
@@ -176,6 +177,22 @@ def read_table_files(
         for path, (_log_path, size, values) in zip(located, files, strict=True)
     ]
     return read_files(spark, root.rstrip("/"), schema, entries)
+
+
+def answer_input_files(df: DataFrame, files: Sequence[str]) -> None:
+    """Make ``df.inputFiles()`` list ``files``, as Spark does for a read of its own.
+
+    Spark cannot see which files a Python data source opens, so for a read by the plugin
+    (``qbeast_files``) it answers ``inputFiles()`` with nothing. ``QbeastTable`` knows the
+    files it selected and gives them to the DataFrame it returns. A DataFrame derived
+    from it (``select``, ``join``, ...) is Spark's again and answers as Spark does.
+    """
+    selected = list(files)
+
+    def input_files() -> list[str]:
+        return list(selected)
+
+    df.inputFiles = input_files  # type: ignore[method-assign]
 
 
 def read_files(
