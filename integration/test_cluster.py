@@ -88,15 +88,35 @@ def storage(s3_url: str) -> dict[str, str]:
     }
 
 
+#: Processes seen running on the cluster (executor JVMs, Python workers): all must be gone
+#: once the cluster is stopped.
+_SEEN: set[int] = set()
+
+
 @pytest.fixture(scope="module")
 def cluster(no_aws_env: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     cluster = StandaloneCluster(
         workers=2, cores=1, memory="1g", work_dir=str(tmp_path_factory.mktemp("cluster"))
     ).start()
+    started: set[int] = set()
+    cluster_pids = cluster.pids
     try:
         yield cluster
+        started = cluster.process_tree() | _SEEN
     finally:
         cluster.stop()
+    # nothing is left behind: no master, worker or executor JVM, no Python worker
+    assert set(cluster_pids) <= started and len(started) >= 3
+    alive = [pid for pid in started if _running(pid)]
+    assert alive == [], f"processes of the cluster still running: {alive}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +227,7 @@ def test_executors_run_in_the_two_workers(
 ) -> None:
     where = _where_tasks_ran(spark)
     assert len(where) == 8
+    _SEEN.update(pid for task, jvm, _p, _e in where for pid in (task, jvm))
     # every task ran in an executor JVM whose parent is one of our worker JVMs ...
     assert {parent for _t, _j, parent, _e in where} == set(cluster.worker_pids)
     # ... two executors, one per worker, none of them the Connect server (the driver)

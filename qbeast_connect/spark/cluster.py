@@ -129,6 +129,26 @@ class StandaloneCluster:
         master = [self._master.process.pid] if self._master is not None else []
         return master + self.worker_pids
 
+    def process_tree(self) -> set[int]:
+        """The cluster's JVMs and every process below them (executors, their Python
+        workers), read from ``/proc`` (Linux); empty where there is no ``/proc``."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+        found: set[int] = set()
+        todo = list(self.pids)
+        while todo:
+            pid = todo.pop()
+            if pid not in found:
+                found.add(pid)
+                todo.extend(children.get(pid, ()))
+        return found
+
     def app_conf(self, executor_memory: str = "512m") -> dict[str, str]:
         """Settings a driver needs to use every core of this cluster, one per executor."""
         return {
