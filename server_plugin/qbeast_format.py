@@ -337,7 +337,7 @@ class QbeastFormatWriter(DataSourceArrowWriter):
         created_root: bool = False,
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        # object-store settings of this write (never part of the plan, which is logged)
+        # object-store settings of this write, kept out of the plan (which is data, not secret)
         self.storage_options = dict(storage_options or {})
         self.plan_json = plan_json
         self.skip = skip
