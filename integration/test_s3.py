@@ -228,3 +228,18 @@ def test_timeline_partitions_on_s3(s3_spark: Any, bucket: str) -> None:
 
 def test_client_environment_has_no_credentials(s3_spark: Any) -> None:
     assert not any(os.environ.get(name) for name in _AWS_VARS)
+
+
+def test_input_files_list_the_selected_s3_files(s3_spark: Any, bucket: str) -> None:
+    spark = s3_spark
+    path = f"s3://{bucket}/listed"
+    df = spark.range(0, 3000, numPartitions=2).selectExpr("id", "cast(id % 100 as double) as x")
+    qc.write(df, path, columnsToIndex="x", cubeSize=300)
+    table = qc.QbeastTable.forPath(spark, path)
+    scan = table.explainScan()
+    assert scan.reader == "qbeast-plugin" and scan.total_files > 2
+    assert sorted(table.toDF().inputFiles()) == sorted(scan.files)
+    assert all(f.startswith(path + "/") and f.endswith(".parquet") for f in scan.files)
+    narrow = table.filter("x < 5")
+    assert sorted(narrow.inputFiles()) == sorted(table.explainScan(where="x < 5").files)
+    assert 0 < len(narrow.inputFiles()) < scan.total_files

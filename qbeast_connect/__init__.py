@@ -28,6 +28,7 @@ from qbeast_connect.spark.operations import OptimizeResult
 from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
 from qbeast_connect.spark.quantiles import computeQuantilesForColumn
 from qbeast_connect.spark.session import session, stop
+from qbeast_connect.spark.storage_options import set_storage_options
 from qbeast_connect.table import QbeastTable, ScanExplanation
 from qbeast_connect.writer_api import DataFrameQbeastWriter, WriteResult, write, writer
 
@@ -63,6 +64,7 @@ __all__ = [
     "convertToQbeast",
     "session",
     "set_progress",
+    "set_storage_options",
     "stop",
     "write",
     "writer",

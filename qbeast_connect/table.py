@@ -33,7 +33,13 @@ from qbeast_connect.planning.file_planner import (
 from qbeast_connect.planning.predicate import Predicate, from_sql
 from qbeast_connect.spark.balance import balanced_column
 from qbeast_connect.spark.columns import from_column
-from qbeast_connect.spark.files import TableFile, read_table_files, reader_for
+from qbeast_connect.spark.files import (
+    SPARK_READER,
+    TableFile,
+    answer_input_files,
+    read_table_files,
+    reader_for,
+)
 from qbeast_connect.spark.operations import (
     OptimizeResult,
     check_optimize_arguments,
@@ -512,6 +518,8 @@ class QbeastTable:
             df = df.filter(F.expr(sample_weight_sql(self._sample_columns(), fraction)))
         if where is not None:
             df = df.filter(F.expr(where) if isinstance(where, str) else balanced_column(where))
+        if explanation.files and explanation.reader != SPARK_READER:
+            answer_input_files(df, explanation.files)
         return df
 
 

@@ -21,6 +21,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from qbeast_connect.exceptions import InvalidOptionError
+from server_plugin.delta.storage.scope import storage_scope
 
 PLUGIN_VERSION = "0.1.0"
 
@@ -62,6 +63,10 @@ class _SnapshotReader(DataSourceReader):
         self.workdir = workdir
 
     def read(self, partition: Any) -> Iterator[tuple[str, str]]:
+        with storage_scope(self.options):
+            yield from self._read()
+
+    def _read(self) -> Iterator[tuple[str, str]]:
         if self.options.get("probe") == "true":
             yield ("plugin", json.dumps({"version": PLUGIN_VERSION}))
             return
@@ -104,8 +109,9 @@ class QbeastSnapshotSource(_RowSource):
             from server_plugin.snapshot_rows import state_schema
 
             limit = _whole_number(self.options.get("stateLimit"), "stateLimit")
-            rows = _snapshot_rows(self.options)
-            return state_schema(rows) if limit is None else state_schema(rows, limit)
+            with storage_scope(self.options):
+                rows = _snapshot_rows(self.options)
+                return state_schema(rows) if limit is None else state_schema(rows, limit)
         return super().schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -125,7 +131,8 @@ class _CommandReader(DataSourceReader):
     def read(self, partition: Any) -> Iterator[tuple[str, str]]:
         from server_plugin.commands import run_command
 
-        yield from run_command(json.loads(_require(self.options, "command")))
+        with storage_scope(self.options):
+            yield from run_command(json.loads(_require(self.options, "command")))
 
 
 class QbeastCommandSource(_RowSource):
@@ -148,21 +155,24 @@ class _IndexWriter(DataSourceArrowWriter):
         from server_plugin.writer import write_task
 
         plan = WritePlan.from_json(_require(self.options, "plan"))
-        return write_task(plan, iterator)
+        with storage_scope(self.options):
+            return write_task(plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.writer import commit_write
 
         plan = WritePlan.from_json(_require(self.options, "plan"))
-        commit_write(plan, messages)
+        with storage_scope(self.options):
+            commit_write(plan, messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.writer import abort_write
 
         plan = WritePlan.from_json(_require(self.options, "plan"))
-        abort_write(plan, messages, remove_dirs=self.created_root)
+        with storage_scope(self.options):
+            abort_write(plan, messages, remove_dirs=self.created_root)
 
 
 class QbeastWriteSource(DataSource):
@@ -185,7 +195,8 @@ class QbeastWriteSource(DataSource):
         # fail before any task writes a file when a hook is not allowed here
         parse_hooks(plan.hooks)
         # ... or when a new table's location holds other files or lies in another table
-        created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
+        with storage_scope(self.options):
+            created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
         return _IndexWriter(self.options, created_root)
 
 

@@ -19,6 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
 from qbeast_connect.exceptions import InvalidOptionError
+from server_plugin.delta.storage.scope import storage_settings
 from server_plugin.parquet_reader import ParquetFilesReader
 
 FILES_FORMAT = "qbeast_files"
@@ -62,4 +63,5 @@ class QbeastFilesSource(DataSource):
             schema,
             [(f[0], int(f[1])) for f in files],
             {f[0]: dict(f[2]) for f in files if len(f) > 2},
+            storage_settings(self.options),
         )

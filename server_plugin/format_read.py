@@ -11,12 +11,13 @@ answer. The snapshot helpers here serve the write side too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+from server_plugin.delta.storage.scope import storage_scope, storage_settings
 from server_plugin.parquet_reader import ParquetFilesReader
 
 if TYPE_CHECKING:
@@ -145,8 +146,14 @@ class QbeastScanReader(ParquetFilesReader):
     :class:`~server_plugin.parquet_reader.ParquetFilesReader`.
     """
 
-    def __init__(self, path: str, version: int | None, schema: StructType) -> None:
-        super().__init__(path, schema)
+    def __init__(
+        self,
+        path: str,
+        version: int | None,
+        schema: StructType,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(path, schema, storage_options=storage_settings(storage_options))
         self.version = version
         self.predicates: list[Predicate] = []
 
@@ -165,7 +172,8 @@ class QbeastScanReader(ParquetFilesReader):
         """``(storage key, size)`` of every file the read must open, in snapshot order."""
         from qbeast_connect.planning.file_planner import plan_files, stats_by_path
 
-        snapshot = read_delta_snapshot(self.path, self.version)
+        with storage_scope(self.storage_options):
+            snapshot = read_delta_snapshot(self.path, self.version)
         if snapshot is None:
             raise TableNotFoundError(f"no table at {self.path}")
         adds = add_dicts(snapshot)

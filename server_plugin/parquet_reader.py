@@ -99,6 +99,8 @@ class ParquetFilesReader(DataSourceReader):
         schema: the schema of the rows to return.
         files: ``(storage key, size)`` of every file to read, in order.
         partition_values: storage key -> the file's partition values (from the log).
+        storage_options: object-store settings the client sent with the read (None: the
+            server's own).
     """
 
     def __init__(
@@ -107,11 +109,13 @@ class ParquetFilesReader(DataSourceReader):
         schema: StructType,
         files: Sequence[tuple[str, int]] = (),
         partition_values: Mapping[str, Mapping[str, str | None]] | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.root = root
         self.schema = schema
         self.files = [(str(key), int(size)) for key, size in files]
         self.partition_values = {k: dict(v) for k, v in (partition_values or {}).items() if v}
+        self.storage_options = dict(storage_options) if storage_options else None
 
     def selected(self) -> list[tuple[str, int]]:
         """``(storage key, size)`` of every file the read opens (subclasses may plan them)."""
@@ -129,7 +133,7 @@ class ParquetFilesReader(DataSourceReader):
         keys = partition.value or ()
         if not keys:
             return
-        storage = storage_for(self.root)
+        storage = storage_for(self.root, self.storage_options)
         target = to_arrow_schema(self.schema, timezone="UTC")
         wanted = {name.lower() for name in target.names}
         for key in keys:

@@ -57,6 +57,7 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.options import parse_bool
+from server_plugin.delta.storage.scope import storage_scope, storage_settings
 from server_plugin.format_read import (
     QbeastPushdownReader,
     QbeastScanReader,
@@ -174,7 +175,9 @@ def plan_format_write(
     path = _require_path(options)
     # Spark hands the option keys over lower-cased: the option rules match names
     # case-insensitively and give known ``delta.*`` properties their canonical spelling
-    opts = parse_write_options(options)
+    opts = parse_write_options(
+        {k: v for k, v in options.items() if not storage_settings({k: v})}
+    )
     parse_hooks(opts.hooks)
     schema_json = str(schema.json())
     check_column_names(schema.names, path)
@@ -327,7 +330,15 @@ def _space_text(transformation: Any) -> str:
 class QbeastFormatWriter(DataSourceArrowWriter):
     """Tasks index and write their rows; the driver makes one Delta commit."""
 
-    def __init__(self, plan_json: str, skip: bool, created_root: bool = False) -> None:
+    def __init__(
+        self,
+        plan_json: str,
+        skip: bool,
+        created_root: bool = False,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        # object-store settings of this write, kept out of the plan (which is data, not secret)
+        self.storage_options = dict(storage_options or {})
         self.plan_json = plan_json
         self.skip = skip
         # the write creates the table's directory: a failed write removes it again
@@ -346,20 +357,24 @@ class QbeastFormatWriter(DataSourceArrowWriter):
         plan = WritePlan.from_json(self.plan_json)
         assert plan.revision_json is not None
         revision = Revision.from_json(plan.revision_json)
-        return write_task(plan, weighted_batches(revision, plan.table_path, iterator))
+        with storage_scope(self.storage_options):
+            return write_task(plan, weighted_batches(revision, plan.table_path, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.writer import commit_write
 
         if not self.skip:
-            commit_write(WritePlan.from_json(self.plan_json), messages)
+            with storage_scope(self.storage_options):
+                commit_write(WritePlan.from_json(self.plan_json), messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.writer import abort_write
 
-        abort_write(WritePlan.from_json(self.plan_json), messages, remove_dirs=self.created_root)
+        with storage_scope(self.storage_options):
+            plan = WritePlan.from_json(self.plan_json)
+            abort_write(plan, messages, remove_dirs=self.created_root)
 
 
 # --------------------------------------------------------------------------------------
@@ -387,7 +402,8 @@ class QbeastDataSource(DataSource):
 
     def schema(self) -> StructType:
         path = _require_path(self.options)
-        snapshot = read_delta_snapshot(path, self._version())
+        with storage_scope(self.options):
+            snapshot = read_delta_snapshot(path, self._version())
         if snapshot is None:
             raise TableNotFoundError(
                 f"no table at {path}: write one first, e.g. with df.write.format('qbeast')"
@@ -402,17 +418,19 @@ class QbeastDataSource(DataSource):
         path = _require_path(self.options)
         version = self._version()
         if _flag(self.options, "filterPushdown", True):
-            return QbeastPushdownReader(path, version, schema)
-        return QbeastScanReader(path, version, schema)
+            return QbeastPushdownReader(path, version, schema, self.options)
+        return QbeastScanReader(path, version, schema, self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location
 
-        plan, skip = plan_format_write(self.options, schema, overwrite)
-        created_root = not skip and prepare_location(
-            plan.table_path, new_table=plan.read_version < 0
-        )
-        return QbeastFormatWriter(plan.to_json(), skip, created_root)
+        storage = storage_settings(self.options)
+        with storage_scope(storage):
+            plan, skip = plan_format_write(self.options, schema, overwrite)
+            created_root = not skip and prepare_location(
+                plan.table_path, new_table=plan.read_version < 0
+            )
+        return QbeastFormatWriter(plan.to_json(), skip, created_root, storage)
 
 
 __all__ = [

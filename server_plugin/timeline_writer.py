@@ -63,6 +63,7 @@ from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.delta.storage.scope import storage_scope
 from server_plugin.delta.uris import encode_path, normalize_path
 from server_plugin.parquet_statistics import parquet_write_options
 
@@ -445,17 +446,20 @@ class _TimelineWriter(DataSourceArrowWriter):
         self.created_root = created_root
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_timeline_task(_plan(self.options), iterator)
+        with storage_scope(self.options):
+            return write_timeline_task(_plan(self.options), iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_timeline_write(_plan(self.options), _written(messages))
+        with storage_scope(self.options):
+            commit_timeline_write(_plan(self.options), _written(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        abort_timeline_write(_plan(self.options), messages)
-        if self.created_root:
-            from server_plugin.locations import remove_created_dirs
+        with storage_scope(self.options):
+            abort_timeline_write(_plan(self.options), messages)
+            if self.created_root:
+                from server_plugin.locations import remove_created_dirs
 
-            remove_created_dirs(storage_for(_plan(self.options).table_path))
+                remove_created_dirs(storage_for(_plan(self.options).table_path))
 
 
 class QbeastTimelineWriteSource(DataSource):
@@ -469,5 +473,6 @@ class QbeastTimelineWriteSource(DataSource):
         from server_plugin.locations import prepare_location
 
         plan = _plan(self.options)
-        created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
+        with storage_scope(self.options):
+            created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
         return _TimelineWriter(self.options, created_root)

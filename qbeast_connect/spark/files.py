@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file
+from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -50,6 +51,7 @@ __all__ = [
     "PLUGIN_SCHEMES",
     "SPARK_READER",
     "TableFile",
+    "answer_input_files",
     "check_paths_on_driver",
     "read_files",
     "read_table_files",
@@ -177,6 +179,22 @@ def read_table_files(
     return read_files(spark, root.rstrip("/"), schema, entries)
 
 
+def answer_input_files(df: DataFrame, files: Sequence[str]) -> None:
+    """Make ``df.inputFiles()`` list ``files``, as Spark does for a read of its own.
+
+    Spark cannot see which files a Python data source opens, so for a read by the plugin
+    (``qbeast_files``) it answers ``inputFiles()`` with nothing. ``QbeastTable`` knows the
+    files it selected and gives them to the DataFrame it returns. A DataFrame derived
+    from it (``select``, ``join``, ...) is Spark's again and answers as Spark does.
+    """
+    selected = list(files)
+
+    def input_files() -> list[str]:
+        return list(selected)
+
+    df.inputFiles = input_files  # type: ignore[method-assign]
+
+
 def read_files(
     spark: SparkSession,
     table_path: str,
@@ -205,7 +223,7 @@ def read_files(
         spark.dataSource.register(QbeastFilesSource)
     payload = [[str(f[0]), int(f[1]), *([dict(f[2])] if len(f) > 2 else [])] for f in files]
     return (
-        spark.read.format(FILES_FORMAT)
+        with_storage_options(spark.read.format(FILES_FORMAT), spark)
         .schema(schema)
         .option("path", table_path)
         .option("files", json.dumps(payload, separators=(",", ":")))

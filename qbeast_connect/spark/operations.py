@@ -22,6 +22,7 @@ from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import COMMAND_FORMAT, WRITE_FORMAT
 from qbeast_connect.spark.location import table_location
+from qbeast_connect.spark.storage_options import with_storage_options
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class OptimizeResult:
 
 def run_command(spark: SparkSession, command: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Run a plugin command and return its decoded result payloads."""
-    reader = spark.read.format(COMMAND_FORMAT).option("command", json.dumps(dict(command)))
+    reader = with_storage_options(spark.read.format(COMMAND_FORMAT), spark)
+    reader = reader.option("command", json.dumps(dict(command)))
     with translate_errors():
         rows = reader.load().collect()
     return [json.loads(r["payload"]) for r in rows if r["kind"] == "result"]
@@ -224,7 +226,8 @@ def rewrite_files(
         hooks=opts.hooks,
     )
     with translate_errors():
-        grouped.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
+        writer = with_storage_options(grouped.write.format(WRITE_FORMAT), spark)
+        writer.option("plan", plan.to_json()).mode("append").save()
     commit = find_commit(spark, table_path, plan.txn_id)
     if commit is None:
         return OptimizeResult(None, revision_id, len(paths), 0, rows)

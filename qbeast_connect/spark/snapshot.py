@@ -29,6 +29,7 @@ from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
 from qbeast_connect.spark.location import table_location
+from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -167,7 +168,7 @@ def fetch_snapshot_rows(
         The rows, and whether they were read as rows.
     """
     if not as_rows:
-        reader = spark.read.format(SNAPSHOT_FORMAT).options(**options)
+        reader = with_storage_options(spark.read.format(SNAPSHOT_FORMAT), spark).options(**options)
         reader = reader.option("what", "state").option("nonce", _nonce())
         reader = reader.option("stateLimit", str(STATE_LIMIT))
         with translate_errors():
@@ -175,7 +176,8 @@ def fetch_snapshot_rows(
         text = fields[-1].metadata.get(STATE_KEY) if fields else None
         if isinstance(text, str):
             return [(str(kind), str(payload)) for kind, payload in json.loads(text)], False
-    rows_reader = spark.read.format(SNAPSHOT_FORMAT).options(**options).schema(_ROW_SCHEMA)
+    rows_reader = with_storage_options(spark.read.format(SNAPSHOT_FORMAT), spark)
+    rows_reader = rows_reader.options(**options).schema(_ROW_SCHEMA)
     with translate_errors():
         return _collect_pairs(rows_reader.option("what", "snapshot").load()), True
 
@@ -358,7 +360,8 @@ def load_history(
     if limit is not None:
         limit = check_version_argument(limit, "limit", "the number of commits to list", 1)
     path = table_location(spark, path)
-    reader = spark.read.format(SNAPSHOT_FORMAT).option("path", path).option("what", "history")
+    reader = with_storage_options(spark.read.format(SNAPSHOT_FORMAT), spark)
+    reader = reader.option("path", path).option("what", "history")
     if limit is not None:
         reader = reader.option("limit", str(limit))
     with translate_errors():

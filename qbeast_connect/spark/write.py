@@ -69,6 +69,7 @@ from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import WRITE_FORMAT
 from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.snapshot import TableState, load_table_state
+from qbeast_connect.spark.storage_options import with_storage_options
 from qbeast_connect.spark.write_input import (
     committed_txn_version,
     freeze,
@@ -620,7 +621,8 @@ class _Writer:
             if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
                 df = group_by_file(df, revision, weights, layout)
         with self._phase("write"), translate_errors():
-            df.write.format(WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
+            writer = with_storage_options(df.write.format(WRITE_FORMAT), self.spark)
+            writer.option("plan", plan.to_json()).mode("append").save()
         # no read-back now: the commit's version and metrics are read on first access
         planned = revision.revision_id if revision is not None else revision_id
         load = functools.partial(self._result, txn_id, planned, new_revision)

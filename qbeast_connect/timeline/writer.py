@@ -27,6 +27,7 @@ from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.snapshot import TableState, load_table_state
+from qbeast_connect.spark.storage_options import with_storage_options
 from qbeast_connect.timeline.partition import TimePartition
 from qbeast_connect.timeline.plan import (
     TIMELINE_WRITE_FORMAT,
@@ -181,7 +182,8 @@ def _check_append_schema(state: TableState, schema: Any, path: str) -> None:
 
 def _run(spark: SparkSession, df: DataFrame, plan: TimelineWritePlan) -> TimelineWriteResult:
     with translate_errors():
-        df.write.format(TIMELINE_WRITE_FORMAT).option("plan", plan.to_json()).mode("append").save()
+        writer = with_storage_options(df.write.format(TIMELINE_WRITE_FORMAT), spark)
+        writer.option("plan", plan.to_json()).mode("append").save()
     commit = find_commit(spark, plan.table_path, plan.txn_id)
     if commit is not None:
         return TimelineWriteResult(

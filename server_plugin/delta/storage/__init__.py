@@ -24,6 +24,7 @@ from qbeast_connect.paths import is_relative, qualify
 from .base import FileInfo, Storage
 from .local import LocalStorage
 from .s3 import S3Storage
+from .scope import scoped_settings
 
 __all__ = ["FileInfo", "LocalStorage", "S3Storage", "Storage", "storage_for"]
 
@@ -38,7 +39,8 @@ def storage_for(
             (``s3://bucket/prefix``).
         options: Storage settings for object stores (endpoint, credentials, region; see
             :mod:`server_plugin.delta.storage.s3`); the server's environment variables
-            fill in what they do not give. Ignored for local paths.
+            fill in what they do not give. When None, the settings of the plugin call in
+            progress (:mod:`.scope`) apply. Ignored for local paths.
 
     Returns:
         A LocalStorage or an S3Storage rooted at the location.
@@ -53,7 +55,7 @@ def storage_for(
     if not location:
         raise InvalidOptionError("table location is empty; pass a path or a file:// URI")
     if urlsplit(location).scheme.lower() in ("s3", "s3a") and not is_relative(location):
-        return S3Storage.from_uri(location, options)
+        return S3Storage.from_uri(location, scoped_settings() if options is None else options)
     # one reading of local paths and file: URIs for client and plugin; a relative path is
     # refused here: the caller resolves it first (qbeast_connect.paths, plugin.locations)
     return LocalStorage(qualify(location))
