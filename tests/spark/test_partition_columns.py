@@ -9,6 +9,7 @@ give exact answers.
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from decimal import Decimal
 from typing import Any
 
@@ -32,6 +33,8 @@ TIMES = [
 ]
 BOOLS = [True, False, None]
 DECIMALS = [Decimal("1.50"), Decimal("12.30")]  # delta-rs cannot write negative ones
+
+SPELLED = ["a b", "x/y:z%", None, "z", "q=r", "s"]
 
 PARTITIONS = ["p_str", "p_int", "p_date", "p_ts", "p_bool", "p_dec"]
 
@@ -114,3 +117,60 @@ def test_filters_on_partition_columns_are_exact(
     assert spark_digest(table.filter(where)) == row_digest(expected), where
     fmt = spark.read.format("qbeast").load(partitioned).where(where)
     assert spark_digest(fmt) == row_digest(expected), where
+
+
+def test_partition_values_come_from_the_log_not_the_directory_names(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A table partitioned by string, int and date columns, whose directories spell the log's
+    values (one Spark scan), and a copy whose directory ``p_int=2`` was renamed to
+    ``p_int=7`` with the log's paths following it: the log still says 2."""
+    from deltalake import write_deltalake
+
+    base = tmp_path_factory.mktemp("partition_dirs")
+    rows = 30
+    data = pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            # delta-rs writes "" and non-ASCII values in directories Spark reads otherwise
+            "p_str": pa.array([SPELLED[i % len(SPELLED)] for i in range(rows)], pa.string()),
+            "p_int": pa.array([INTS[i % len(INTS)] for i in range(rows)], pa.int32()),
+            "p_date": pa.array([DATES[i % len(DATES)] for i in range(rows)], pa.date32()),
+        }
+    )
+    spelled = str(base / "spelled")
+    write_deltalake(spelled, data, partition_by=["p_str", "p_int", "p_date"])
+    expected = deltalake_table(spelled)
+    lying = base / "lying"
+    shutil.copytree(spelled, lying)
+    for directory in list(lying.glob("*/p_int=2")):
+        directory.rename(directory.with_name("p_int=7"))
+    for log in (lying / "_delta_log").glob("*.json"):
+        log.write_text(log.read_text().replace("/p_int=2/", "/p_int=7/"))
+    assert deltalake_table(str(lying)).column("p_int").to_pylist().count(2) == 10
+    # the first is read in one scan, from the directory names; the second is not
+    assert [_spelled(spelled), _spelled(str(lying))] == [True, False]
+    for path in (spelled, str(lying)):
+        for name, df in _readers(spark, path).items():
+            assert row_digest(df.toArrow()) == row_digest(expected), (path, name)
+        assert spark_digest(qc.QbeastTable.forPath(spark, path).filter("p_int = 2")) == row_digest(
+            expected.filter(pc.equal(expected["p_int"], 2))
+        )
+
+
+def _spelled(path: str) -> bool:
+    """Whether Spark's reader takes this table's partition values from directory names."""
+    import json
+
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.paths import resolve_table_file
+    from qbeast_connect.spark.files import _directories_spell_values
+    from server_plugin.delta.log_reader import read_snapshot
+    from server_plugin.delta.storage import storage_for
+
+    snapshot = read_snapshot(storage_for(path))
+    schema = StructType.fromJson(json.loads(snapshot.metadata.schema_string))
+    adds = list(snapshot.files.values())
+    located = [resolve_table_file(path, a.path) for a in adds]
+    return _directories_spell_values(schema, path, located, [dict(a.partition_values) for a in adds])

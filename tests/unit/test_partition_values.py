@@ -133,3 +133,29 @@ def test_plugin_reader_takes_partition_columns_from_the_log() -> None:
         "dec": [Decimal("1.50")] * 2,
         "s": [None, None],
     }
+
+
+def test_spark_reads_partitions_from_directories_only_where_they_spell_the_log() -> None:
+    from qbeast_connect.spark.files import _directories_spell_values
+
+    schema = StructType(
+        [StructField("id", LongType()), StructField("s", StringType()), StructField("n", IntegerType())]
+    )
+    root = "/t"
+
+    def spells(paths: list[str], values: list[dict[str, str | None]], on: StructType = schema) -> bool:
+        return _directories_spell_values(on, root, [f"{root}/{p}" for p in paths], values)
+
+    # delta-rs escapes a space, Spark does not: both unescape to the log's value
+    assert spells(
+        ["s=a%20b%3Ac/n=2/f.parquet", "s=a b%3Ac/n=-3/g.parquet", "s=__HIVE_DEFAULT_PARTITION__/n=1/h.parquet"],
+        [{"s": "a b:c", "n": "2"}, {"s": "a b:c", "n": "-3"}, {"s": None, "n": "1"}],
+    )
+    assert not spells(["s=x/n=7/f.parquet"], [{"s": "x", "n": "2"}])  # the directory lies
+    assert not spells(["s=x/f.parquet"], [{"s": "x", "n": "2"}])  # a column has no directory
+    assert not spells(["s=x/n=2/extra/f.parquet"], [{"s": "x", "n": "2"}])
+    assert not spells(["s=x/n=2/f.parquet", "n=2/s=x/g.parquet"], [{"s": "x", "n": "2"}] * 2)
+    assert not spells(["s=%zz/n=2/f.parquet"], [{"s": "%zz", "n": "2"}])  # not an escape
+    assert not spells(["s=__HIVE_DEFAULT_PARTITION__/n=2/f.parquet"], [{"s": "__HIVE_DEFAULT_PARTITION__", "n": "2"}])
+    assert not spells(["n=2/f.parquet"], [{"n": "2"}], StructType([StructField("n", TimestampType())]))
+    assert spells(["s=x/n=2/f.parquet"], [{"s": "x", "n": "2"}])
