@@ -488,8 +488,15 @@ class QbeastTable:
 
     def _read_files(self, paths: Sequence[str]) -> DataFrame:
         """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
-        sizes = {str(a.get("path")): int(a.get("size") or 0) for a in self._state.adds}
-        files: list[TableFile] = [(p, sizes.get(p, 0), {}) for p in paths]
+        adds = {str(a.get("path")): a for a in self._state.adds}
+        files: list[TableFile] = [
+            (
+                p,
+                int(adds[p].get("size") or 0) if p in adds else 0,
+                dict(adds[p].get("partitionValues") or {}) if p in adds else {},
+            )
+            for p in paths
+        ]
         return read_table_files(self._spark, self._path, self.schema, files)
 
     def _absolute(self, path: str) -> str:

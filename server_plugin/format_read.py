@@ -184,7 +184,14 @@ class QbeastScanReader(ParquetFilesReader):
             qsnap, self.predicate(), None, file_stats=stats_by_path(adds), schema=self.schema
         )
         keys = {add.path: key for key, add in snapshot.files.items()}
-        return [(keys[f.path], f.size) for f in plan.files]
+        selected = [(keys[f.path], f.size) for f in plan.files]
+        # partitions() packs these with the files (a partition column's values are in the log)
+        self.partition_values = {
+            key: dict(snapshot.files[key].partition_values)
+            for key, _size in selected
+            if snapshot.files[key].partition_values
+        }
+        return selected
 
     def selected(self) -> list[tuple[str, int]]:
         return self.plan()

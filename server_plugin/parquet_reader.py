@@ -31,6 +31,7 @@ __all__ = [
     "ParquetFilesReader",
     "conform_batch",
     "pack_partitions",
+    "typed_partition_values",
 ]
 
 
@@ -55,34 +56,54 @@ def pack_partitions(
     return out
 
 
+def typed_partition_values(
+    schema: StructType, partition_values: Mapping[str, str | None]
+) -> dict[str, object]:
+    """A file's partition values (the log's strings) as values of their columns' types in
+    ``schema``, keyed by the lower-cased column name; columns not in ``schema`` are left out.
+
+    Raises:
+        CorruptLogError: a value is not of its column's type.
+    """
+    from qbeast_connect.rules.partition_values import partition_value
+
+    types = {f.name.lower(): f.dataType.jsonValue() for f in schema.fields}
+    return {
+        key.lower(): partition_value(text, types[key.lower()], key)
+        for key, text in partition_values.items()
+        if key.lower() in types
+    }
+
+
 def conform_batch(
     batch: pa.RecordBatch,
     target: pa.Schema,
-    partition_values: Mapping[str, str | None] | None = None,
+    partition_values: Mapping[str, object] | None = None,
 ) -> pa.RecordBatch:
     """The batch with exactly the ``target`` columns and types.
 
-    Columns are matched by name, then case-insensitively (the first match wins). A column
-    missing from the file takes its value from ``partition_values`` (the log's string, cast
-    to the column's type) when there is one, else nulls.
+    Columns are matched by name, then case-insensitively (the first match wins). A partition
+    column takes its value from ``partition_values`` (lower-cased name -> typed value, see
+    :func:`typed_partition_values`), whatever the file holds: the log is the truth. Other
+    columns missing from the file are null.
     """
     import pyarrow as pa
 
     lowered: dict[str, int] = {}
     for i, name in enumerate(batch.schema.names):
         lowered.setdefault(name.lower(), i)
-    partitions = {k.lower(): v for k, v in (partition_values or {}).items()}
+    partitions = partition_values or {}
     arrays = []
     for field in target:
         index = batch.schema.get_field_index(field.name)
         if index < 0:
             index = lowered.get(field.name.lower(), -1)
-        if index >= 0:
+        if field.name.lower() in partitions:
+            value = partitions[field.name.lower()]
+            arrays.append(pa.array([value] * batch.num_rows, field.type))
+        elif index >= 0:
             column = batch.column(index)
             arrays.append(column if column.type.equals(field.type) else column.cast(field.type))
-        elif partitions.get(field.name.lower()) is not None:
-            value = partitions[field.name.lower()]
-            arrays.append(pa.array([value] * batch.num_rows, pa.string()).cast(field.type))
         else:
             arrays.append(pa.nulls(batch.num_rows, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
@@ -122,7 +143,13 @@ class ParquetFilesReader(DataSourceReader):
         return self.files
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(group) for group in pack_partitions(self.selected())]
+        # runs on the driver after selected(): each read partition carries its files'
+        # partition values, since the executors hold a copy of the reader made before
+        selected = self.selected()
+        return [
+            InputPartition(tuple((key, self.partition_values.get(key)) for key in group))
+            for group in pack_partitions(selected)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -130,16 +157,20 @@ class ParquetFilesReader(DataSourceReader):
 
         from server_plugin.delta.storage import storage_for
 
-        keys = partition.value or ()
-        if not keys:
+        entries = partition.value or ()
+        if not entries:
             return
         storage = storage_for(self.root, self.storage_options)
         target = to_arrow_schema(self.schema, timezone="UTC")
         wanted = {name.lower() for name in target.names}
-        for key in keys:
-            values = self.partition_values.get(key)
+        for key, strings in entries:
+            values = typed_partition_values(self.schema, strings or {})
             with storage.open_input(key) as source:
                 parquet = pq.ParquetFile(source)
-                columns = [n for n in parquet.schema_arrow.names if n.lower() in wanted]
+                columns = [
+                    n
+                    for n in parquet.schema_arrow.names
+                    if n.lower() in wanted and n.lower() not in values
+                ]
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
                     yield conform_batch(batch, target, values)

@@ -158,7 +158,7 @@ def plan_format_write(
         already committed (the write then writes and commits nothing).
     """
     from qbeast_connect.model.column_spec import parse_columns_to_index
-    from qbeast_connect.model.revision import plan_revision
+    from qbeast_connect.model.revision import plan_revision, restart_revisions
     from qbeast_connect.options import parse_write_options
     from qbeast_connect.rules.columns import (
         check_column_names,
@@ -240,12 +240,16 @@ def plan_format_write(
         now,
         rng,
     )
+    if keep_space and not appending:
+        # an overwrite keeping the indexed space starts the revisions over all the same, as
+        # every overwrite does (qc.write's plans its revision 1 from the data)
+        planned = restart_revisions(planned.revision, path, now)
     revision = planned.revision
     if not keep_space or planned.is_new:
-        # a kept space's new revision (other cubeSize or columnStats) keeps the old ones
-        staging = None if keep_space else planned.staging
+        # an append's new revision (other cubeSize or columnStats) keeps the old ones; an
+        # overwrite keeps none
         configuration = write_configuration(
-            base_config, revision, staging, opts, appending or keep_space
+            base_config, revision, planned.staging, opts, appending
         )
     elif appending:
         assert qsnap is not None

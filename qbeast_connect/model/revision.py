@@ -51,6 +51,7 @@ __all__ = [
     "empty_table_revision",
     "parse_column_stats",
     "plan_revision",
+    "restart_revisions",
     "staging_revision",
 ]
 
@@ -369,6 +370,29 @@ def _new_table_transformers(
     return tuple(
         transformer_for(spec, _column_type(column_types, spec.name)) for spec in column_specs
     )
+
+
+def restart_revisions(revision: Revision, table_id: str, timestamp_ms: int) -> RevisionPlan:
+    """The plan of an overwrite that keeps ``revision``'s space (spec §1.3).
+
+    An overwrite starts the table's revisions over: whatever space it indexes with, it is
+    committed as revision 1, timestamped ``timestamp_ms``, next to a fresh staging revision
+    0, and the older revisions leave the metadata (as :func:`plan_revision` plans an
+    overwrite that builds its space from the data). Transformers, transformations and cube
+    size are kept.
+    """
+    first = Revision(
+        1,
+        timestamp_ms,
+        table_id,
+        revision.desired_cube_size,
+        revision.column_transformers,
+        revision.transformations,
+    )
+    staging = staging_revision(
+        table_id, revision.desired_cube_size, revision.column_names, timestamp_ms - 1
+    )
+    return RevisionPlan(first, True, staging)
 
 
 def empty_table_revision(

@@ -145,35 +145,40 @@ def read_table_files(
     root: str,
     schema: StructType,
     files: Sequence[TableFile],
-    *,
-    partitioned: bool = False,
 ) -> DataFrame:
     """A DataFrame over ``files`` of the table at ``root``, read by :func:`reader_for`'s
     choice.
+
+    The columns of ``schema`` that are partition columns take each file's values from the
+    log (its ``partitionValues``, typed by :mod:`qbeast_connect.rules.partition_values`),
+    never from the file, with either reader; Spark's reader reads them from the directory
+    names only where those spell exactly the log's values. Other columns missing from a
+    file are null.
 
     Args:
         spark: the session.
         root: the table's canonical location.
         schema: the schema to read the files with (the table's).
-        files: ``(log path, size, partition values)`` per file.
-        partitioned: rebuild partition columns from the files' locations (Spark's
-            ``basePath``) or from their partition values (the plugin's reader); when False,
-            columns missing from a file are null.
+        files: ``(log path, size, partition values)`` per file (``{}`` when unpartitioned).
 
     Raises:
         UnsafePathError: a log path leaves the table's directory.
+        CorruptLogError: a partition value is not of its column's type.
     """
     located = [resolve_table_file(root, path) for path, _size, _values in files]
     if reader_for(spark, root) == SPARK_READER:
         check_paths_on_driver(spark, root, len(located))
-        reader = spark.read.schema(schema)
-        if partitioned:
-            reader = reader.option("basePath", root)
-        return reader.parquet(*located)
+        values = [dict(v) for _path, _size, v in files]
+        if not any(values):
+            return spark.read.schema(schema).parquet(*located)
+        if _directories_spell_values(schema, root, located, values):
+            # one scan: Spark reads the same values from the directory names
+            return spark.read.schema(schema).option("basePath", root).parquet(*located)
+        return _read_partitioned(spark, schema, located, values)
     # an object store the server's Spark cannot open: the plugin reads
     prefix = len(root.rstrip("/")) + 1
     entries = [
-        (path[prefix:], size, values if partitioned else {})
+        (path[prefix:], size, values)
         for path, (_log_path, size, values) in zip(located, files, strict=True)
     ]
     return read_files(spark, root.rstrip("/"), schema, entries)
@@ -193,6 +198,126 @@ def answer_input_files(df: DataFrame, files: Sequence[str]) -> None:
         return list(selected)
 
     df.inputFiles = input_files  # type: ignore[method-assign]
+
+
+#: Partition column types whose values Spark reads from a directory name exactly as
+#: :mod:`qbeast_connect.rules.partition_values` reads the log's text (no time zone, no
+#: float formatting).
+_DIRECTORY_TYPES = frozenset({"string", "byte", "short", "integer", "long", "date", "boolean"})
+
+
+def _directories_spell_values(
+    schema: StructType,
+    root: str,
+    located: Sequence[str],
+    values: Sequence[Mapping[str, str | None]],
+) -> bool:
+    """Whether Spark's partition discovery (``basePath``) gives exactly the log's partition
+    values: every file lies in directories ``col=value/``, one per partition column in the
+    same order for all files and nothing else, whose names Spark unescapes to the log's
+    column and value (``__HIVE_DEFAULT_PARTITION__`` for null), with column types Spark
+    parses from that text as the log's text is read.
+    """
+    types = {f.name: f.dataType.jsonValue() for f in schema.fields}
+    keys = {k for v in values for k in v}
+    if any(types.get(k) not in _DIRECTORY_TYPES for k in keys):
+        return False
+    prefix = root.rstrip("/") + "/"
+    order: list[str] | None = None
+    for path, file_values in zip(located, values, strict=True):
+        if not path.startswith(prefix):
+            return False
+        directories = path[len(prefix) :].split("/")[:-1]
+        columns = []
+        for directory in directories:
+            name, sep, text = directory.partition("=")
+            column, value = _unescape_path_name(name), _unescape_path_name(text)
+            if not sep or column is None or value is None or column not in file_values:
+                return False
+            logged = file_values[column]
+            if (value == _HIVE_NULL) != (logged is None or logged == "") or (
+                value != _HIVE_NULL and value != logged
+            ):
+                return False
+            columns.append(column)
+        if order is None:
+            order = columns
+        if columns != order or set(columns) != keys or len(columns) != len(keys):
+            return False
+    return True
+
+
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _unescape_path_name(text: str) -> str | None:
+    """A directory name's text as Spark unescapes it (``%XX`` -> the character), or None
+    when a ``%`` is not followed by two hex digits (Spark's reading of it is its own)."""
+    out = []
+    i = 0
+    while i < len(text):
+        if text[i] == "%":
+            code = text[i + 1 : i + 3]
+            if len(code) != 2 or not set(code) <= _HEX:
+                return None
+            out.append(chr(int(code, 16)))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _read_partitioned(
+    spark: SparkSession,
+    schema: StructType,
+    located: Sequence[str],
+    values: Sequence[Mapping[str, str | None]],
+) -> DataFrame:
+    """Spark's parquet reads of files of a partitioned table, one per distinct partition,
+    each adding its partition columns as typed literals, in one balanced union (for files
+    whose directories do not spell their values: one scan per partition costs more)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.planning.predicate.sql_render import quote_identifier
+    from qbeast_connect.rules.partition_values import partition_value_sql
+
+    keys = {k.lower(): k for v in values for k in v}
+    data = StructType([f for f in schema.fields if f.name.lower() not in keys])
+    groups: dict[tuple[str | None, ...], list[str]] = {}
+    columns = [f for f in schema.fields if f.name.lower() in keys]
+    for path, file_values in zip(located, values, strict=True):
+        lowered = {k.lower(): v for k, v in file_values.items()}
+        groups.setdefault(tuple(lowered.get(f.name.lower()) for f in columns), []).append(path)
+    frames = []
+    for texts, paths in groups.items():
+        literals = {
+            f.name: F.expr(partition_value_sql(text, f.dataType.jsonValue(), f.name))
+            for f, text in zip(columns, texts, strict=True)
+        }
+        frame = spark.read.schema(data).parquet(*paths)
+        frames.append(
+            frame.select(
+                *[
+                    literals[f.name].alias(f.name)
+                    if f.name in literals
+                    else F.col(quote_identifier(f.name))
+                    for f in schema.fields
+                ]
+            )
+        )
+    return _balanced_union(frames)
+
+
+def _balanced_union(frames: Sequence[DataFrame]) -> DataFrame:
+    """``union`` of the frames (same columns, same order) as a tree of depth log2(n), so a
+    read of many partitions stays within Spark Connect's plan nesting limit."""
+    if len(frames) == 1:
+        return frames[0]
+    half = len(frames) // 2
+    return _balanced_union(frames[:half]).union(_balanced_union(frames[half:]))
 
 
 def read_files(

@@ -230,7 +230,6 @@ class Fact:
                     )
                     for a in selected
                 ],
-                partitioned=True,
             )
             frame = frame.select(*[quote_identifier(n) for n in schema.fieldNames()])
             frames.append(frame)

@@ -9,9 +9,6 @@ decided by the store exactly as on AWS S3.
 from __future__ import annotations
 
 import json
-import os
-import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -22,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from delta_testlib import REPO_ROOT, append, create_table, start_together, write_data_file
+from delta_testlib import append, create_table, write_data_file
 
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto")
@@ -522,101 +519,6 @@ def test_put_if_absent_race_threads(bucket: str) -> None:
             t.join(60)
         assert len(won) == 1, won
         assert storage.read_bytes(key) == f"writer {won[0]}".encode() * 1000
-
-
-_APPENDER = textwrap.dedent(
-    """
-    import os, sys, time
-    sys.path.insert(0, {repo!r})
-    sys.path.insert(0, {here!r})
-    import pyarrow as pa
-    from delta_testlib import write_data_file
-    from server_plugin.delta.uris import normalize_path
-    from server_plugin.delta.committer import commit
-    from server_plugin.delta.conflicts import TransactionReadSet
-    from server_plugin.delta.log_reader import latest_version
-    from server_plugin.delta.storage import storage_for
-
-    uri, worker, count, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    storage = storage_for(uri)  # endpoint and credentials from the environment
-    storage.check_conditional_put()
-    read_version = latest_version(storage)
-    print("ready", flush=True)
-    while not os.path.exists(go):
-        time.sleep(0.001)
-    for i in range(count):
-        add = write_data_file(
-            storage, pa.table({{"id": pa.array([worker * 1000 + i], pa.int64())}})
-        )
-        version = commit(
-            storage,
-            [add],
-            TransactionReadSet.blind_append(read_version),  # stale on purpose
-            operation="WRITE",
-            operation_parameters={{"mode": "Append"}},
-            max_retries=100,
-        )
-        print(version, normalize_path(add.path), flush=True)
-    """
-)
-
-
-def test_four_processes_ten_commits_each_lose_nothing(
-    s3_env: dict[str, str], bucket: str, tmp_path: Path
-) -> None:
-    """4 processes x 10 blind appends, all starting from version 0: 40 new versions, each
-    reported by exactly one writer, every row exactly once, checkpoints at 10..40."""
-    uri = f"s3://{bucket}/concurrent"
-    storage = storage_for(uri)
-    create_table(storage, pa.table({"id": pa.array([-1], pa.int64())}))
-    script = tmp_path / "appender.py"
-    script.write_text(
-        _APPENDER.format(repo=str(REPO_ROOT), here=str(Path(__file__).resolve().parent))
-    )
-    workers, per_worker = 4, 10
-    env = {**os.environ, **s3_env}
-    go = tmp_path / "go"
-    procs = start_together(
-        [
-            [sys.executable, str(script), uri, str(w), str(per_worker), str(go)]
-            for w in range(1, workers + 1)
-        ],
-        go,
-        env=env,
-    )
-    committed: dict[int, str] = {}
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        for line in out.strip().splitlines():
-            version, key = line.split(" ", 1)
-            assert int(version) not in committed, f"version {version} reported twice"
-            committed[int(version)] = key
-    total = workers * per_worker
-    assert sorted(committed) == list(range(1, total + 1))
-    log = [f.name for f in storage.list_prefix("_delta_log") if f.name.endswith(".json")]
-    assert log == [f"{v:020d}.json" for v in range(total + 1)]
-
-    snapshot = read_snapshot(storage)
-    assert snapshot.version == total
-    assert set(committed.values()) < set(snapshot.files) and len(snapshot.files) == total + 1
-    ids = []
-    for key in snapshot.files:
-        with storage.open_input(key) as source:
-            ids += pq.read_table(source).column("id").to_pylist()
-    expected = [-1] + [w * 1000 + i for w in range(1, workers + 1) for i in range(per_worker)]
-    assert sorted(ids) == sorted(expected)  # no lost and no duplicated commit
-    rebased = [
-        v
-        for v in range(2, total + 1)
-        if json.loads(storage.read_bytes(f"_delta_log/{v:020d}.json").split(b"\n")[0])[
-            "commitInfo"
-        ]["readVersion"]
-        != v - 1
-    ]
-    assert rebased, "no commit lost a race: the conflict path was not exercised"
-    for version in range(10, total + 1, 10):
-        assert storage.exists(f"_delta_log/{version:020d}.checkpoint.parquet"), version
 
 
 # ----------------------------------------------------------- server plugin pieces, no Spark

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from delta_testlib import REPO_ROOT
 
 from qbeast_connect.exceptions import InvalidOptionError, StorageError, UnsafePathError
 from server_plugin.delta.storage import LocalStorage, storage_for
@@ -134,85 +130,3 @@ def test_storage_for(tmp_path: Path) -> None:
             storage_for(uri)
     with pytest.raises(InvalidOptionError):
         storage_for("file://otherhost/t")
-
-
-_RACE_WORKER = textwrap.dedent(
-    """
-    import sys, time
-    from server_plugin.delta.storage import LocalStorage
-    root, worker, rounds, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-    storage = LocalStorage(root)
-    payload = (("worker-" + worker + "|") * 20000).encode()
-    while time.time() < start:
-        pass
-    wins = []
-    for r in range(rounds):
-        if storage.put_if_absent(f"_delta_log/{r:020d}.json", payload):
-            wins.append(r)
-    print(",".join(map(str, wins)))
-    """
-)
-
-
-_READER_WORKER = textwrap.dedent(
-    """
-    import os, sys, time
-    root, rounds, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    log = os.path.join(root, "_delta_log")
-    seen = 0
-    deadline = time.time() + 50
-    while time.time() < deadline:
-        names = [n for n in os.listdir(log) if n.endswith(".json")] if os.path.isdir(log) else []
-        for name in names:
-            with open(os.path.join(log, name), "rb") as f:
-                size = len(f.read())
-            if size != expected:
-                print(f"partial {name}: {size} bytes")
-                sys.exit(1)
-            seen += 1
-        if len(names) == rounds:
-            break
-    print(seen)
-    """
-)
-
-
-def test_put_if_absent_race_has_exactly_one_winner_and_no_partial_file(tmp_path: Path) -> None:
-    """Many processes x many rounds race for the same versions (§14.14)."""
-    import time
-
-    workers, rounds = 6, 40
-    start = time.time() + 1.0
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    reader = subprocess.Popen(
-        [sys.executable, "-c", _READER_WORKER, str(tmp_path), str(rounds), str(9 * 20000)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _RACE_WORKER, str(tmp_path), str(w), str(rounds), str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            text=True,
-        )
-        for w in range(workers)
-    ]
-    wins: dict[int, list[int]] = {}
-    for w, proc in enumerate(procs):
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
-        wins[w] = [int(x) for x in out.strip().split(",") if x]
-    out, err = reader.communicate(timeout=60)
-    assert reader.returncode == 0, out + err
-    assert int(out.strip()) > 0
-    storage = LocalStorage(tmp_path)
-    for r in range(rounds):
-        winners = [w for w, won in wins.items() if r in won]
-        assert len(winners) == 1, f"round {r}: winners {winners}"
-        data = storage.read_bytes(f"_delta_log/{r:020d}.json")
-        assert data == (f"worker-{winners[0]}|" * 20000).encode()
-    assert sorted(os.listdir(tmp_path / "_delta_log")) == [f"{r:020d}.json" for r in range(rounds)]
