@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError
@@ -160,7 +159,7 @@ class _TaskBuffer:
             with write_profile.phase("sort"):
                 order = file_order(groups, cubes, np.concatenate(self.keys))
             with write_profile.phase("take"):
-                table = _permuted(table, order)
+                table = table.take(pa.array(order))
             counts = np.bincount(groups, minlength=int(groups.max()) + 1)
             start = 0
             at = 0
@@ -250,22 +249,6 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
         buffer.flush()
     write_profile.finish(rows)
     return WriteTaskMessage(files=tuple(buffer.written))
-
-
-def _permuted(table: pa.Table, order: np.ndarray) -> pa.Table:
-    """The rows of ``table`` in ``order``, a permutation of its row indices.
-
-    Column by column, each first made one contiguous array: Arrow's take over a column of
-    many small chunks (the batches Spark sends) resolves every index to its chunk, and the
-    contiguous copy costs less than that. ``order`` comes from a sort of these rows, so
-    its indices are known to be in range and are not checked again.
-    """
-    index_type = np.int32 if table.num_rows < 2**31 else np.int64
-    indices = pa.array(np.asarray(order, dtype=index_type))
-    columns = [
-        pc.take(column.combine_chunks(), indices, boundscheck=False) for column in table.columns
-    ]
-    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def _data_schema(schema: pa.Schema) -> pa.Schema:

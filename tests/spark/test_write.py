@@ -312,3 +312,17 @@ def test_many_input_partitions_are_consolidated_one_file_per_group(
     # about 24,000 / 2,000 groups; without the shuffle each of the 8 tasks writes ~all of them
     assert 8 <= result.num_files <= 18
     assert row_digest(deltalake_table(table_path)) == spark_digest(df)
+
+
+def test_partition_keys_match_spark_hash_partitioning(spark: Any) -> None:
+    """The keys a consolidating write shuffles by land where the plugin expects: key
+    ``partition_keys(n)[p]`` in partition ``p`` of ``repartition(n, key)``."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.spark.tasks import partition_keys
+
+    n = 23
+    keys = partition_keys(n).tolist()
+    df = spark.createDataFrame([(k,) for k in keys], "k int").repartition(n, "k")
+    rows = df.select("k", F.spark_partition_id().alias("p")).collect()
+    assert {r["k"]: r["p"] for r in rows} == {k: p for p, k in enumerate(keys)}
