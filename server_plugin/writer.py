@@ -240,14 +240,14 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
         iterator = iter(rows)
     write_profile.start()
     buffer = _TaskBuffer(plan, storage_for(plan.table_path))
-    rows = 0
+    received = 0
     with deleted_unless_committed(buffer.storage, buffer.written):
         for batch in arrow_batches(write_profile.receiving(iterator)):
             if batch.num_rows:
-                rows += batch.num_rows
+                received += batch.num_rows
                 buffer.add(batch)
         buffer.flush()
-    write_profile.finish(rows)
+    write_profile.finish(received)
     return WriteTaskMessage(files=tuple(buffer.written))
 
 
