@@ -17,6 +17,7 @@ from qbeast_connect.model.block import Block, encode_blocks
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
+from server_plugin import write_profile
 from server_plugin.data_files import (
     arrow_batches,
     delete_files,
@@ -104,18 +105,21 @@ class _TaskBuffer:
             self.schema = _data_schema(batch.schema)
         self.batches.append(batch.select(self.schema.names))
         if self.revision is not None and self.assigner is not None:
-            weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
-            weights = weights.astype(np.int32, copy=False)
-            columns = [batch.column(name) for name in self.revision.column_names]
-            points = normalize(self.revision.transformations, columns)
-            names = self.revision.column_names
-            check_inside_space(self.revision.transformations, names, columns, points)
-            labels, inverse = self.assigner.assign_labels(points, weights)
-            local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
-            self.groups.append(self.plan.layout.groups(inverse, labels, weights))
-            self.cubes.append(local[inverse])
-            self.weights.append(weights)
-            self.keys.append(morton_keys(points))
+            with write_profile.phase("normalize"):
+                weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
+                weights = weights.astype(np.int32, copy=False)
+                columns = [batch.column(name) for name in self.revision.column_names]
+                points = normalize(self.revision.transformations, columns)
+                names = self.revision.column_names
+                check_inside_space(self.revision.transformations, names, columns, points)
+            with write_profile.phase("assign"):
+                labels, inverse = self.assigner.assign_labels(points, weights)
+                local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
+                self.groups.append(self.plan.layout.groups(inverse, labels, weights))
+                self.cubes.append(local[inverse])
+                self.weights.append(weights)
+            with write_profile.phase("morton"):
+                self.keys.append(morton_keys(points))
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
         if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
@@ -131,7 +135,8 @@ class _TaskBuffer:
     def flush(self) -> None:
         if not self.rows or self.schema is None:
             return
-        table = pa.Table.from_batches(self.batches, schema=self.schema)
+        with write_profile.phase("concat"):
+            table = pa.Table.from_batches(self.batches, schema=self.schema)
         if self.revision is None:
             self.written.append(self._write(table, None))
         else:
@@ -149,9 +154,12 @@ class _TaskBuffer:
             cubes = rank_of[np.concatenate(self.cubes)]
             weights = np.concatenate(self.weights)
             # (group, cube rank, min weight, rows), sorted by group then cube: the row order
-            summaries = block_summaries(groups, cubes, weights)
-            order = file_order(groups, cubes, np.concatenate(self.keys))
-            table = table.take(pa.array(order))
+            with write_profile.phase("summaries"):
+                summaries = block_summaries(groups, cubes, weights)
+            with write_profile.phase("sort"):
+                order = file_order(groups, cubes, np.concatenate(self.keys))
+            with write_profile.phase("take"):
+                table = table.take(pa.array(order))
             counts = np.bincount(groups, minlength=int(groups.max()) + 1)
             start = 0
             at = 0
@@ -179,8 +187,10 @@ class _TaskBuffer:
 
     def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
-        options = parquet_write_options(table)
-        with self.storage.open_output(name) as sink:
+        with write_profile.phase("options"):
+            options = parquet_write_options(table)
+        encode = write_profile.phase("parquet")
+        with encode, self.storage.open_output(name) as sink:
             if blocks is None:
                 pq.write_table(
                     table, sink, compression="snappy", row_group_size=ROW_GROUP_ROWS, **options
@@ -206,10 +216,15 @@ class _TaskBuffer:
             path=name,
             size=info.size,
             modification_time=info.mtime_ms,
-            stats=compute_safe_stats(table),
+            stats=_file_stats(table),
             tags=tags,
             num_records=table.num_rows,
         )
+
+
+def _file_stats(table: pa.Table) -> str | None:
+    with write_profile.phase("stats"):
+        return compute_safe_stats(table)
 
 
 def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
@@ -223,12 +238,16 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
 
         plan, rows = plan_in_task(plan, iterator)
         iterator = iter(rows)
+    write_profile.start()
     buffer = _TaskBuffer(plan, storage_for(plan.table_path))
+    received = 0
     with deleted_unless_committed(buffer.storage, buffer.written):
-        for batch in arrow_batches(iterator):
+        for batch in arrow_batches(write_profile.receiving(iterator)):
             if batch.num_rows:
+                received += batch.num_rows
                 buffer.add(batch)
         buffer.flush()
+    write_profile.finish(received)
     return WriteTaskMessage(files=tuple(buffer.written))
 
 

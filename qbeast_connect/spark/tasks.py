@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from qbeast_connect.model.cube_id import CubeId
@@ -80,20 +81,59 @@ GROUP_COLUMN = "_qbeastGroup"
 
 
 @functools.lru_cache(maxsize=4)
-def _group_assigner(params_json: str) -> tuple[Revision, Any, Any]:
-    """The revision, cube assigner and file layout of a consolidating write (parsed once per
-    Python worker, not once per batch)."""
+def _group_assigner(params_json: str) -> tuple[Revision, Any, Any, np.ndarray]:
+    """The revision, cube assigner, file layout and partition keys of a consolidating write
+    (parsed once per Python worker, not once per batch)."""
     from qbeast_connect.index.assignment import CubeAssigner
     from qbeast_connect.index.layout import FileLayout
 
     params = json.loads(params_json)
     revision = Revision.from_json(params["revision"])
     assigner = CubeAssigner(revision.dimension_count, params["cubeWeights"])
-    return revision, assigner, FileLayout.from_json_value(params["layout"])
+    layout = FileLayout.from_json_value(params["layout"])
+    return revision, assigner, layout, partition_keys(max(1, layout.group_count))
+
+
+def spark_partition_of(keys: np.ndarray, partitions: int) -> np.ndarray:
+    """The partition Spark's hash partitioning (``repartition(partitions, column)``) sends
+    each ``int`` column value to: ``pmod(hash(value), partitions)``, Murmur3 with seed 42."""
+    from qbeast_connect.index.hashing_np import spark_hash_columns
+
+    hashes = spark_hash_columns([pa.array(np.asarray(keys, dtype=np.int32), pa.int32())])
+    partition: np.ndarray = hashes.astype(np.int64) % partitions  # floor modulo = Spark's pmod
+    return partition
+
+
+@functools.lru_cache(maxsize=16)
+def partition_keys(partitions: int) -> np.ndarray:
+    """``keys[p]``: the smallest non-negative ``int`` that Spark's hash partitioning into
+    ``partitions`` partitions sends to partition ``p``.
+
+    A consolidating write shuffles rows by ``keys[group]`` rather than by the group itself:
+    hashing the group ids would send several file groups to one partition and none to
+    others (about a third of the partitions stay empty), leaving idle tasks and tasks that
+    buffer several groups and flush them into more files than groups.
+    """
+    keys = np.full(partitions, -1, dtype=np.int64)
+    missing = partitions
+    start = 0
+    while missing:
+        candidates = np.arange(start, start + 4 * partitions + 64, dtype=np.int64)
+        start = int(candidates[-1]) + 1
+        where = spark_partition_of(candidates, partitions)
+        # the first candidate reaching each partition, among those still without a key
+        first = np.unique(where, return_index=True)
+        for part, at in zip(first[0].tolist(), first[1].tolist(), strict=True):
+            if keys[part] < 0:
+                keys[part] = candidates[at]
+                missing -= 1
+    out: np.ndarray = keys.astype(np.int32)
+    return out
 
 
 def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.Array:
-    """File group of every row, from its weight and its indexed columns (an Arrow UDF body).
+    """Partition key of every row's file group (:func:`partition_keys`), from its weight and
+    its indexed columns (an Arrow UDF body).
 
     Args:
         params_json: JSON with ``revision``, ``cubeWeights`` (cube -> max weight) and
@@ -104,11 +144,11 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
     from qbeast_connect.index.normalize import normalize
     from qbeast_connect.index.space import check_inside_space
 
-    revision, assigner, layout = _group_assigner(params_json)
+    revision, assigner, layout, keys = _group_assigner(params_json)
     if len(weight) == 0:
         return pa.array([], type=pa.int32())
     points = normalize(revision.transformations, list(columns))
     check_inside_space(revision.transformations, revision.column_names, columns, points)
     weights = weight.to_numpy(zero_copy_only=False)
     labels, inverse = assigner.assign_labels(points, weights)
-    return pa.array(layout.groups(inverse, labels, weights), type=pa.int32())
+    return pa.array(keys[layout.groups(inverse, labels, weights)], type=pa.int32())

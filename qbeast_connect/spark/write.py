@@ -133,8 +133,10 @@ def group_by_file(
     """Repartition rows (with their weight column) so that each file group is in one task.
 
     An Arrow UDF computes every row's file group from its weight and indexed columns (only
-    those columns travel to Python), one shuffle brings each group to one partition, and the
-    helper column is dropped; the writer then writes one file per group.
+    those columns travel to Python), one shuffle brings each group to a partition of its
+    own (the UDF returns a key that Spark's hash partitioning sends to partition ``group``:
+    :func:`~qbeast_connect.spark.tasks.partition_keys`), and the helper column is dropped;
+    the writer then writes one file per group.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf

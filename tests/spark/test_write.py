@@ -312,3 +312,48 @@ def test_many_input_partitions_are_consolidated_one_file_per_group(
     # about 24,000 / 2,000 groups; without the shuffle each of the 8 tasks writes ~all of them
     assert 8 <= result.num_files <= 18
     assert row_digest(deltalake_table(table_path)) == spark_digest(df)
+
+
+def test_partition_keys_match_spark_hash_partitioning(spark: Any) -> None:
+    """The keys a consolidating write shuffles by land where the plugin expects: key
+    ``partition_keys(n)[p]`` in partition ``p`` of ``repartition(n, key)``."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.spark.tasks import partition_keys
+
+    n = 23
+    keys = partition_keys(n).tolist()
+    df = spark.createDataFrame([(k,) for k in keys], "k int").repartition(n, "k")
+    rows = df.select("k", F.spark_partition_id().alias("p")).collect()
+    assert {r["k"]: r["p"] for r in rows} == {k: p for p, k in enumerate(keys)}
+
+
+def test_files_with_near_unique_columns_read_back_identically(spark: Any, table_path: str) -> None:
+    """Files large enough for the dictionary rule (near-unique columns written plain, the
+    others with a dictionary) read back the same rows in Spark and in deltalake."""
+    import pyarrow.parquet as pq
+
+    df = spark.range(0, 30_000, numPartitions=2).selectExpr(
+        "id",
+        "concat('comment ', cast(id * 7919 % 30011 as string)) as note",
+        "cast(id % 7 as int) as few",
+        "cast(rand(4) * 1000 as double) as x",
+        "cast(id * 0.01 as decimal(15, 2)) as price",
+    )
+    qc.write(df, table_path, columnsToIndex="x,few", cubeSize=50_000)
+    adds = live_adds(table_path)
+    plain = set()
+    for name in adds:
+        meta = pq.ParquetFile(f"{table_path}/{name}").metadata
+        if meta.num_rows >= 8192:
+            chunk = meta.row_group(0)
+            plain |= {
+                chunk.column(i).path_in_schema
+                for i in range(chunk.num_columns)
+                if "RLE_DICTIONARY" not in chunk.column(i).encodings
+            }
+    assert {"id", "note", "x", "price"} <= plain and "few" not in plain
+    expected = spark_digest(df)
+    assert row_digest(deltalake_table(table_path)) == expected
+    # Spark's own parquet reader over the data files
+    assert spark_digest(spark.read.parquet(*[f"{table_path}/{p}" for p in adds])) == expected

@@ -84,3 +84,34 @@ def test_decimals_up_to_18_digits_are_stored_as_integers_like_spark(tmp_path: Pa
     assert pq.read_table(path).equals(table)
     stats = meta.row_group(0).column(1).statistics
     assert (stats.min, stats.max) == (d("-9999999999999.99"), d("50900.00"))
+
+
+def test_near_unique_columns_are_written_without_a_dictionary(tmp_path: Path) -> None:
+    import numpy as np
+
+    from server_plugin.parquet_statistics import parquet_write_options
+
+    rows = 50_000
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "key": pa.array(rng.permutation(rows), pa.int64()),
+            "text": pa.array([f"comment {i} of a row" for i in rng.permutation(rows)]),
+            "few": pa.array(rng.integers(0, 7, rows), pa.int64()),
+            "flag": pa.array(rng.choice(["A", "N", "R"], rows)),
+            "zero": pa.array(rng.integers(0, 3, rows).astype(float)),  # zeros: no dictionary
+        }
+    )
+    options = parquet_write_options(table)
+    assert options["use_dictionary"] == ["few", "flag"]
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, **options)
+    chunk = pq.ParquetFile(path).metadata.row_group(0)
+    dictionary = {
+        chunk.column(i).path_in_schema: "RLE_DICTIONARY" in chunk.column(i).encodings
+        for i in range(chunk.num_columns)
+    }
+    assert dictionary == {"key": False, "text": False, "few": True, "flag": True, "zero": False}
+    assert pq.read_table(path).equals(table)
+    # small tables keep their dictionaries whatever their values
+    assert "use_dictionary" not in parquet_write_options(table.slice(0, 1000).drop(["zero"]))
