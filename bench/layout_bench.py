@@ -1,6 +1,7 @@
 """Reads that aggregate what they read, on three layouts of the same TPC-H lineitem, in one run.
 
-Usage: python bench/layout_bench.py --sf 1 --cube-size 100000 --runs 5
+Usage: python bench/layout_bench.py --sf 1 --cube-size 100000 --runs 5 \
+    [--page-index] [--skip-previous] [--ui-port 4071] [--variants rg=8,rg=32,page=50]
 
 * plain: the source parquet, ``spark.read.parquet(source)``;
 * qbeast: the table written by ``qc.write`` (indexed on l_shipdate, l_extendedprice,
@@ -13,6 +14,16 @@ Usage: python bench/layout_bench.py --sf 1 --cube-size 100000 --runs 5
 * with ``--decimal-bytes``, a copy of the qbeast table with the same row groups whose
   decimals are fixed-length byte arrays, as the writer stored them before it stored them
   as INT32/INT64 like Spark (``server_plugin/parquet_statistics.py``).
+
+* with ``--variants``, more copies, each named by its variant (see ``parse_variant``): the
+  same files with row groups of at most ``cube/N`` rows (``rg=N``), data pages of at most
+  ``cube/N`` rows (``page=N``), or a new write whose weight bands stop at ``2**-J``
+  (``bands=J``: the rows of a cube above that weight stay in one block), or combinations
+  (``bands=3+rg=32``).
+
+With ``--ui-port PORT`` the embedded server runs Spark's UI on that port, and each query's
+warm-up run also records what Spark actually read (``ReadMeter``): the bytes its JVM read
+(``rchar``) and the rows its scans returned after row-group and page skipping.
 
 Each query aggregates the columns it reads (``sum(l_quantity)``,
 ``sum(l_extendedprice * (1 - l_discount))``, ``count(*)``, ``sum(hash(l_comment))``); the
@@ -163,6 +174,170 @@ def decimal_bytes_copy(path: str, target: str) -> None:
     _rewrite_files(path, target, store_decimal_as_integer=False)
 
 
+def live_blocks(path: str) -> dict[str, list[int]]:
+    """Element counts of the blocks of every live file of the table at ``path``, in order."""
+    from qbeast_connect.model.block import decode_blocks
+
+    live: dict[str, list[int]] = {}
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                add = action["add"]
+                blocks = decode_blocks(add["tags"]["blocks"])
+                live[add["path"]] = [b.element_count for b in blocks]
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    return live
+
+
+def regrouped_copy(
+    path: str, target: str, cube_size: int, row_groups: int | None, pages: int | None
+) -> None:
+    """The table at ``path`` with the same files and row order, its row groups cut at most
+    ``cube_size / row_groups`` rows (``None``: as written) and its data pages at most
+    ``cube_size / pages`` rows (``None``: pyarrow's default, 20,000 rows or 1 MB)."""
+    import pyarrow.parquet as pq
+
+    from qbeast_connect.index.block_order import row_group_bounds
+    from server_plugin.parquet_statistics import parquet_write_options
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(Path(path) / "_delta_log", Path(target) / "_delta_log")
+    blocks = live_blocks(path)
+    for name, counts in blocks.items():
+        source = pq.ParquetFile(Path(path) / name)
+        table = source.read()
+        if row_groups is None:
+            sizes = [source.metadata.row_group(g).num_rows
+                     for g in range(source.metadata.num_row_groups)]
+        else:
+            most = max(1, cube_size // row_groups)
+            sizes = row_group_bounds(counts, most, min(most, max(1, cube_size // 4)))
+        options = parquet_write_options(table)
+        if pages is not None:
+            options["max_rows_per_page"] = max(1, cube_size // pages)
+        with pq.ParquetWriter(
+            Path(target) / name, table.schema, compression="snappy", **options
+        ) as out:
+            offset = 0
+            for size in sizes:
+                out.write_table(table.slice(offset, size), row_group_size=size)
+                offset += size
+
+
+def parse_variant(text: str) -> dict[str, int]:
+    """``rg=32+page=64+bands=3`` -> ``{"rg": 32, "page": 64, "bands": 3}``.
+
+    ``rg=N``: row groups of at most cube/N rows; ``page=N``: data pages of at most cube/N
+    rows; ``bands=J``: a new write whose weight bands stop at fraction ``2**-J`` (the rows
+    of a cube with weights above it stay in one block).
+    """
+    out: dict[str, int] = {}
+    for part in text.split("+"):
+        key, _, value = part.partition("=")
+        if key not in ("rg", "page", "bands"):
+            raise SystemExit(f"unknown variant part {part!r}")
+        out[key] = int(value)
+    return out
+
+
+def write_with_bands(plain: Any, target: str, cube_size: int, top: int) -> float:
+    """``qc.write`` with band edges only at fractions ``2**-k`` for ``k >= top``."""
+    import qbeast_connect as qc
+    from qbeast_connect.index import layout
+    from qbeast_connect.model.weight import weight_from_fraction
+
+    original = layout.band_edges
+
+    def edges(rows: float, limit: int) -> tuple[int, ...]:
+        keep = weight_from_fraction(2.0**-top)
+        return tuple(e for e in original(rows, limit) if e <= keep)
+
+    shutil.rmtree(target, ignore_errors=True)
+    layout.band_edges = edges
+    try:
+        t0 = time.perf_counter()
+        qc.write(plain, target, columnsToIndex=COLUMNS, cubeSize=cube_size)
+        return time.perf_counter() - t0
+    finally:
+        layout.band_edges = original
+
+
+def _jvm_pids(root: int) -> list[int]:
+    """The Java processes among ``root`` and its descendants."""
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                children = (task / "children").read_text().split()
+                todo.extend(int(c) for c in children)
+        except OSError:
+            continue
+    return found
+
+
+class ReadMeter:
+    """What Spark's scans actually read during a query.
+
+    * ``bytes``: bytes the embedded server's JVM passed through ``read``/``pread`` calls
+      (``rchar`` of ``/proc/<pid>/io``, all threads), so parquet-mr's vectored reads on its
+      own threads count too; Spark's ``inputBytes`` misses those.
+    * ``records``/``tasks``: ``inputRecords`` (rows the scans returned, after row-group and
+      page skipping) and tasks, summed over all stages from the server's UI REST API.
+    """
+
+    def __init__(self, port: int, server_pid: int) -> None:
+        self.base = f"http://127.0.0.1:{port}/api/v1/applications"
+        self.app = self._get(self.base)[0]["id"]
+        self.pids = _jvm_pids(server_pid)
+        if not self.pids:
+            raise SystemExit(f"no JVM found under process {server_pid}")
+
+    def _get(self, url: str) -> Any:
+        import urllib.request
+
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def _rchar(self) -> int:
+        total = 0
+        for pid in self.pids:
+            for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+                if line.startswith("rchar:"):
+                    total += int(line.split()[1])
+        return total
+
+    def totals(self) -> tuple[int, int, int]:
+        stages = self._get(f"{self.base}/{self.app}/stages")
+        return (
+            self._rchar(),
+            sum(s.get("inputRecords", 0) for s in stages),
+            sum(s.get("numCompleteTasks", 0) for s in stages),
+        )
+
+    def measure(self, query: Any) -> tuple[Any, dict[str, int]]:
+        before = self.totals()
+        result = query()
+        read = self._rchar() - before[0]
+        after = self.totals()
+        for _ in range(20):  # the listener that feeds the API runs asynchronously
+            time.sleep(0.25)
+            again = self.totals()
+            if again[1:] == after[1:]:
+                break
+            after = again
+        return result, {
+            "bytes": read,
+            "records": after[1] - before[1],
+            "tasks": after[2] - before[2],
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
@@ -177,20 +352,50 @@ def main() -> None:
         action="store_true",
         help="also a copy of the table with decimals as fixed-length byte arrays",
     )
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="comma-separated layout variants, e.g. rg=32,page=64,bands=3+rg=32 "
+        "(see parse_variant)",
+    )
+    parser.add_argument("--skip-previous", action="store_true", help="no previous-layout copy")
+    parser.add_argument(
+        "--ui-port", type=int, default=0, help="measure bytes read through Spark's UI on this port"
+    )
     args = parser.parse_args()
 
     import qbeast_connect as qc
 
     source = lineitem(args.sf)
-    spark = qc.session()
+    if args.ui_port:
+        ui = {"spark.ui.enabled": "true", "spark.ui.port": str(args.ui_port)}
+        spark = qc.session(None, connect_timeout=None, retry_timeout=None, **ui)
+    else:
+        spark = qc.session()
     try:
         report = run(spark, source, args)
     finally:
         qc.stop()
     text = json.dumps(report, indent=2, default=str)
+    print_summary(report)
     if args.out:
         Path(args.out).write_text(text)
     print(text)
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """One markdown row per query: time ratio to plain parquet, share of bytes read."""
+    layouts = [k for k in next(iter(report["queries"].values())) if k != "answers_equal"]
+    print("| query | " + " | ".join(layouts) + " |")
+    print("|---" * (len(layouts) + 1) + "|")
+    for name, entry in report["queries"].items():
+        cells = []
+        base = entry["plain"]["median_s"]
+        for k in layouts:
+            e = entry[k]
+            read = f", read {e['read_share']:.0%}" if "read_share" in e else ""
+            cells.append(f"{e['median_s']:.2f} s {e['median_s'] / base:.2f}x{read}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -204,8 +409,22 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     qc.write(plain, path, columnsToIndex=COLUMNS, cubeSize=args.cube_size)
     write_s = time.perf_counter() - t0
-    previous_layout_copy(path, previous)
-    paths = {"qbeast": path, "qbeast previous layout": previous}
+    paths = {"qbeast": path}
+    if not args.skip_previous:
+        previous_layout_copy(path, previous)
+        paths["qbeast previous layout"] = previous
+    writes = {"qbeast": write_s}
+    for text in filter(None, args.variants.split(",")):
+        variant = parse_variant(text)
+        target = str(OUT / ("v_" + text.replace("=", "").replace("+", "_")))
+        base = path
+        if "bands" in variant:
+            base = target + "_write"
+            writes[text] = write_with_bands(plain, base, args.cube_size, variant["bands"])
+        if "rg" in variant or "page" in variant:
+            regrouped_copy(base, target, args.cube_size, variant.get("rg"), variant.get("page"))
+            base = target
+        paths[text] = base
     if args.page_index:
         paths["qbeast + page index"] = str(OUT / "qbeast_page_index")
         page_index_copy(path, paths["qbeast + page index"])
@@ -220,14 +439,22 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
         "command": "python bench/layout_bench.py " + " ".join(sys.argv[1:]),
         "sf": args.sf,
         "cube_size": args.cube_size,
-        "qbeast_write_s": write_s,
+        "qbeast_write_s": writes,
         "files": {
             k: len(list(Path(p).glob("*.parquet")))
-            for k, p in (("qbeast", path), ("plain", source))
+            for k, p in (("plain", source), *paths.items())
         },
         "bytes": sizes,
         "queries": {},
     }
+    meter = None
+    if args.ui_port:
+        from qbeast_connect.spark.session import embedded_server
+
+        server = embedded_server()
+        if server is None or server.pid is None:
+            raise SystemExit("--ui-port measures an embedded server only")
+        meter = ReadMeter(args.ui_port, server.pid)
     for name, query in QUERIES.items():
         frames: dict[str, Any] = {}
         boxes: dict[str, Any] = {}
@@ -242,7 +469,13 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
             for k, t in tables.items():
                 frames[k] = t.filter(where)
             boxes = {k: query for k in frames}
-        answers = {k: aggregate(df) for k, df in frames.items()}  # warm-up run
+        answers: dict[str, Any] = {}
+        read: dict[str, dict[str, int]] = {}
+        for k, df in frames.items():  # warm-up run, with the bytes Spark reads
+            if meter is None:
+                answers[k] = aggregate(df)
+            else:
+                answers[k], read[k] = meter.measure(lambda df=df: aggregate(df))
         times: dict[str, list[float]] = {k: [] for k in frames}
         for _ in range(args.runs):
             for k, df in frames.items():
@@ -259,6 +492,9 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> dict[str, Any]:
                 "bytes_share": overlapping_bytes(files, boxes[k]) / sizes[k],
                 "answer": answers[k],
             }
+            if k in read:
+                entry[k]["read"] = read[k]
+                entry[k]["read_share"] = read[k]["bytes"] / sizes[k]
         if not isinstance(query, float):
             entry["answers_equal"] = len({tuple(a) for a in answers.values()}) == 1
         report["queries"][name] = entry

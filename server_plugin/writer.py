@@ -45,23 +45,51 @@ FLUSH_ROWS = 4_000_000
 FLUSH_BYTES = 512 << 20
 #: Rows per parquet row group.
 ROW_GROUP_ROWS = 1_000_000
+#: Row groups a full block of a cube is cut into (see :func:`row_group_limits`).
+ROW_GROUPS_PER_CUBE = 32
 #: Most rows of a row group of an indexed file (see :func:`row_group_limits`).
 BLOCK_ROW_GROUP_ROWS = 131_072
+#: Fewest rows a full block's row groups are cut down to (see :func:`row_group_limits`).
+ROW_GROUP_FLOOR = 2_048
 #: Fewest rows of a row group that small blocks are gathered into (see :func:`row_group_limits`).
 MIN_ROW_GROUP_ROWS = 16_384
+#: Data pages a full row group is cut into (see :func:`page_row_limit`).
+PAGES_PER_ROW_GROUP = 4
+#: Most rows of a data page: pyarrow's own default.
+PAGE_ROWS = 20_000
+#: Fewest rows of a data page (see :func:`page_row_limit`).
+PAGE_FLOOR = 512
 
 
 def row_group_limits(cube_size: int) -> tuple[int, int]:
     """``(most, least)`` rows of the row groups of an indexed file of this cube size.
 
-    A full block is cut into about eight row groups of consecutive Z-order ranges (at most
-    ``BLOCK_ROW_GROUP_ROWS`` rows, at least ``MIN_ROW_GROUP_ROWS``), whose statistics let a
-    reader skip inside the cube. Blocks of fewer than ``least`` rows (``MIN_ROW_GROUP_ROWS``,
-    or a quarter of a cube if less) may share a row group with their neighbours.
+    A full block is cut into ``ROW_GROUPS_PER_CUBE`` row groups of consecutive Z-order
+    ranges (at most ``BLOCK_ROW_GROUP_ROWS`` rows, at least ``ROW_GROUP_FLOOR``), whose
+    statistics let a reader skip inside the cube: 32 parts split every one of three
+    indexed dimensions at least once (the Z-order takes one bit of each dimension in
+    turn), where 8 parts split one of them only on one side of the first bit of the
+    others. Row groups are the finest unit Spark's reader skips bytes by: its page index
+    filtering skips the decoding of pages but not their reading (``bench/layout_bench.py``,
+    BENCHMARKS.md). Blocks of fewer than ``least`` rows (``MIN_ROW_GROUP_ROWS``, a quarter
+    of a cube if less, and never more than ``most``) may share a row group with their
+    neighbours.
     """
-    most = max(MIN_ROW_GROUP_ROWS, min(BLOCK_ROW_GROUP_ROWS, cube_size // 8))
-    least = max(1, min(MIN_ROW_GROUP_ROWS, cube_size // 4))
+    most = max(ROW_GROUP_FLOOR, min(BLOCK_ROW_GROUP_ROWS, cube_size // ROW_GROUPS_PER_CUBE))
+    least = max(1, min(MIN_ROW_GROUP_ROWS, cube_size // 4, most))
     return most, least
+
+
+def page_row_limit(cube_size: int) -> int:
+    """Most rows of a data page of an indexed file of this cube size.
+
+    A full row group is cut into ``PAGES_PER_ROW_GROUP`` pages of consecutive Z-order
+    ranges (at most ``PAGE_ROWS``, at least ``PAGE_FLOOR`` rows): Spark's reader skips the
+    decoding of the pages whose page-index bounds miss the filter, one Z-order level below
+    the row group's statistics.
+    """
+    most, _ = row_group_limits(cube_size)
+    return max(PAGE_FLOOR, min(PAGE_ROWS, most // PAGES_PER_ROW_GROUP))
 
 
 class _TaskBuffer:
@@ -201,8 +229,9 @@ class _TaskBuffer:
                 assert self.revision is not None
                 most, least = row_group_limits(self.revision.desired_cube_size)
                 sizes = row_group_bounds([b.element_count for b in blocks], most, least)
+                pages = page_row_limit(self.revision.desired_cube_size)
                 with pq.ParquetWriter(
-                    sink, table.schema, compression="snappy", **options
+                    sink, table.schema, compression="snappy", max_rows_per_page=pages, **options
                 ) as out:
                     offset = 0
                     for size in sizes:

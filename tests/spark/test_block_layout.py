@@ -99,3 +99,41 @@ def test_filters_over_block_row_groups_equal_plain_parquet(
     assert spark_digest(indexed) == expected, where
     every_file = spark.read.parquet(*[str(Path(path) / p) for p in live_adds(path)])
     assert spark_digest(every_file.filter(where)) == expected, where
+
+
+LARGE_N = 150_000
+LARGE_CUBE = 65_536
+
+
+def test_large_blocks_are_cut_into_32_z_order_row_groups_and_answers_are_unchanged(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A full block is cut into 32 row groups (server_plugin/writer.py::row_group_limits),
+    # fine enough for a filter on one of three indexed columns to skip inside the cube.
+    base = tmp_path_factory.mktemp("large_blocks")
+    plain = str(base / "plain")
+    spark.range(0, LARGE_N, numPartitions=2).selectExpr(
+        "id", "rand(5) * 100 as x", "rand(6) as y", "cast(rand(7) * 1000 as decimal(10, 2)) as p"
+    ).write.parquet(plain)
+    path = str(base / "qbeast")
+    qc.write(spark.read.parquet(plain), path, columnsToIndex="x,y,p", cubeSize=LARGE_CUBE)
+    most, _ = writer.row_group_limits(LARGE_CUBE)
+    assert most == LARGE_CUBE // 32
+    root_groups = 0
+    for name, add in live_adds(path).items():
+        blocks = decode_blocks(add["tags"]["blocks"])
+        meta = pq.ParquetFile(Path(path) / name).metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        assert max(sizes) <= most, name
+        if blocks[0].cube_id == "" and blocks[0].element_count >= 8 * most:
+            cut = row_group_bounds([blocks[0].element_count], most, most)
+            assert sizes[: len(cut)] == cut, name
+            root_groups += len(cut)
+    assert root_groups >= 16, "the root's rows are cut into Z-order row groups"
+    every_file = spark.read.parquet(*[str(Path(path) / p) for p in live_adds(path)])
+    for where in ["x BETWEEN 40 AND 41", "y > 0.995", "p BETWEEN 500 AND 505", "x < 1 OR y < 0.01"]:
+        expected = spark_digest(spark.read.parquet(plain).filter(where))
+        assert expected[0] > 0, where
+        assert spark_digest(qc.QbeastTable.forPath(spark, path).filter(where)) == expected, where
+        assert spark_digest(every_file.filter(where)) == expected, where
+    assert row_digest(deltalake_table(path)) == spark_digest(spark.read.parquet(plain))

@@ -6,6 +6,7 @@ import itertools
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -192,6 +193,7 @@ def test_long_blocks_are_cut_into_row_groups_of_consecutive_morton_ranges(
     plan = _plan(table, str(tmp_path), cube_size=1_000)
     monkeypatch.setattr(writer, "BLOCK_ROW_GROUP_ROWS", 128)
     monkeypatch.setattr(writer, "MIN_ROW_GROUP_ROWS", 128)
+    monkeypatch.setattr(writer, "ROW_GROUP_FLOOR", 128)
     message = writer.write_task(plan, iter(table.to_batches(max_chunksize=1_000)))
     assigner = CubeAssigner(2, plan.cube_weights)
     cut = 0
@@ -206,8 +208,54 @@ def test_long_blocks_are_cut_into_row_groups_of_consecutive_morton_ranges(
     assert cut >= 20
 
 
+def test_full_blocks_are_cut_into_row_groups_of_a_32nd_of_a_cube(tmp_path: Path) -> None:
+    # Row-group statistics are the finest unit Spark skips by (pages below them skipped
+    # rows but not bytes, bench/layout_bench.py): a block cut in 8 left each row group
+    # spanning half of its cube on every second dimension, too coarse for a 1-column filter.
+    cube = 65_536
+    table = _data(200_000)
+    plan = _plan(table, str(tmp_path), cube_size=cube)
+    message = writer.write_task(plan, iter(table.to_batches(max_chunksize=10_000)))
+    assigner = CubeAssigner(2, plan.cube_weights)
+    root_groups = []
+    for f in message.files:
+        for cubes, keys in _row_group_cubes(tmp_path / f.path, plan, assigner):
+            assert len(cubes) <= cube // 32
+            if set(cubes) == {""}:
+                root_groups.append(keys)
+    root_rows = sum(len(k) for k in root_groups)
+    assert root_rows > cube // 2, "the root is one large block"
+    assert len(root_groups) >= 32 * root_rows // cube
+    for a, b in itertools.pairwise(root_groups):
+        assert int(a.max()) <= int(b.min()), "consecutive Z-order ranges"
+
+
+def test_row_groups_of_indexed_files_are_cut_into_pages_of_a_quarter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spark's page-index filtering skips the decoding of pages below a row group: a
+    # quarter of a row group decoded 30% fewer rows than pyarrow's 20,000-row pages
+    # (bench/layout_bench.py, BENCHMARKS.md).
+    assert writer.page_row_limit(1_000_000) == 31_250 // 4
+    assert writer.page_row_limit(100_000) == 3_125 // 4
+    assert writer.page_row_limit(5_000_000) == writer.PAGE_ROWS
+    assert writer.page_row_limit(1_000) == writer.PAGE_FLOOR
+    seen: list[Any] = []
+    real = pq.ParquetWriter
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("max_rows_per_page"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer.pq, "ParquetWriter", spy)
+    table = _data(20_000)
+    plan = _plan(table, str(tmp_path), cube_size=1_000)
+    message = writer.write_task(plan, iter(table.to_batches(max_chunksize=1_000)))
+    assert seen and seen == [writer.PAGE_FLOOR] * len(message.files)
+
+
 def test_row_group_limits_scale_with_the_cube_size() -> None:
-    assert writer.row_group_limits(1_000_000) == (125_000, 16_384)
+    assert writer.row_group_limits(1_000_000) == (31_250, 16_384)
     assert writer.row_group_limits(5_000_000) == (writer.BLOCK_ROW_GROUP_ROWS, 16_384)
-    assert writer.row_group_limits(100_000) == (16_384, 16_384)
-    assert writer.row_group_limits(1_000) == (16_384, 250)
+    assert writer.row_group_limits(100_000) == (3_125, 3_125)
+    assert writer.row_group_limits(1_000) == (2_048, 250)
