@@ -202,3 +202,40 @@ def test_installed_plugin_of_another_version_is_refused(stock_server: str, tmp_p
             spark.read.format("qbeast_snapshot").option("probe", "true").load().collect()
     finally:
         spark.stop()
+
+
+def test_stock_python_needs_boto3_for_s3_and_nothing_else(
+    stock_python: str, tmp_path: Path
+) -> None:
+    """The shipped bundle alone, in the pyspark[connect]-only Python: local tables need
+    nothing more; an ``s3://`` table needs boto3 (the storage client the bundle does not
+    carry), and the error says so."""
+    from qbeast_connect.spark.bundle import build_bundle
+
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from server_plugin.delta.storage import storage_for; "
+        "from qbeast_connect.exceptions import QbeastError; "
+        "local = storage_for(sys.argv[2]); "
+        "local.put_atomic('probe.txt', b'ok'); "
+        "answer = {'local': local.read_bytes('probe.txt').decode()}\n"
+        "try:\n"
+        "    storage_for('s3://bucket/table', {}).exists('_delta_log')\n"
+        "except QbeastError as exc:\n"
+        "    answer['s3'] = [type(exc).__name__, exc.code, str(exc)]\n"
+        "print(json.dumps(answer))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "AWS_"))}
+    out = subprocess.run(
+        [stock_python, "-c", code, str(build_bundle().path), str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    answer = json.loads(out.stdout)
+    assert answer["local"] == "ok"
+    name, code_, text = answer["s3"]
+    assert name == "MissingDependencyError" and "boto3" in text and "pip install boto3" in text
+    assert code_
