@@ -8,11 +8,20 @@ environment: the endpoint, region and credentials come from the client
 (``qc.set_storage_options``, or per table as ``format("qbeast")`` options), so every S3
 access below, on the driver and in the executors, proves they travel with the calls.
 Every answer is checked against ``deltalake`` reading the same S3 objects.
+
+Every test runs twice on the same cluster (the ``mode`` parameter): with the project's
+server, whose driver and executors import the plugin from this checkout ("installed"), and
+with a zero-install server ("stock"), whose driver and executors run a Python that has only
+``pyspark[connect]`` and ``boto3`` (the S3 client the plugin needs): the client ships the
+plugin as a session artifact and the executors import it from there. The two servers never
+run at once (the cluster's two cores go to one application at a time).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -27,10 +36,16 @@ pytest.importorskip("moto")
 import qbeast_connect as qc  # noqa: E402
 from qbeast_connect.model.weight import weight_from_fraction  # noqa: E402
 from qbeast_connect.spark.cluster import StandaloneCluster  # noqa: E402
-from qbeast_connect.spark.server import LocalConnectServer  # noqa: E402
+from qbeast_connect.spark.server import LocalConnectServer, discovery_pythonpath  # noqa: E402
 from qbeast_connect.spark.session import register_plugin  # noqa: E402
 from tests.moto_server import moto_s3_server  # noqa: E402
 from tests.spark.helpers import row_digest, spark_digest  # noqa: E402
+from tests.stock_python import (  # noqa: E402
+    FORBIDDEN,
+    build_stock_python,
+    imports_udf,
+    start_stock_server,
+)
 
 ACCESS_KEY = "qbeast-cluster-key"
 #: Searched for in every log and every stored object: it must appear in none.
@@ -119,15 +134,43 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.fixture(scope="module", params=["installed", "stock"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Which server drives the cluster: the project's own, or a zero-install one."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def server(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def stock_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    # boto3 (and its own dependencies) is the storage client the plugin needs for s3://
+    return build_stock_python(tmp_path_factory.mktemp("stock"), also=("boto3",))
+
+
+@pytest.fixture(scope="module")
+def server(
+    mode: str,
+    cluster: StandaloneCluster,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
     conf = {
         **cluster.app_conf(executor_memory="512m"),
         "spark.driver.memory": "1g",
         "spark.sql.shuffle.partitions": "4",
     }
     log = str(tmp_path_factory.mktemp("server") / "server.log")
-    server = LocalConnectServer(master=cluster.master_url, conf=conf, log_path=log).start()
+    if mode == "stock":
+        stock_python = request.getfixturevalue("stock_python")
+        # the executors run the stock Python too, and do not inherit the workers' path
+        # to this checkout: what they import of the plugin is what the client ships
+        conf["spark.executorEnv.PYTHONPATH"] = ""
+        conf["spark.executorEnv.PYSPARK_PYTHON"] = stock_python
+        workdir = tmp_path_factory.mktemp("stock-server")
+        server = start_stock_server(
+            stock_python, workdir, master=cluster.master_url, conf=conf, log_path=log
+        )
+    else:
+        server = LocalConnectServer(master=cluster.master_url, conf=conf, log_path=log).start()
     try:
         yield server
     finally:
@@ -191,53 +234,105 @@ def _rows(spark: Any, start: int, end: int) -> Any:
     )
 
 
-def _where_tasks_ran(spark: Any, partitions: int = 8) -> list[tuple[int, int, int, int]]:
-    """``(task pid, executor JVM pid, its parent, executor id)`` of each task of a job."""
+def _where_tasks_ran(spark: Any, partitions: int = 8) -> list[dict[str, Any]]:
+    """Where each task of a job ran: its pid, its executor JVM's pid, that JVM's parent,
+    the executor id, the task's Python and the file its ``server_plugin`` came from."""
     from pyspark.sql.functions import udf
 
     def locate(_):  # type: ignore[no-untyped-def]  # no hints: Spark would infer an arrow UDF
+        import json
+        import sys
         import time
 
         time.sleep(0.4)  # long enough for both executors to take tasks
+        try:
+            import server_plugin
+
+            plugin = server_plugin.__file__
+        except ImportError:
+            plugin = None
         pid = os.getpid()
-        task = pid
+        found = {"task": pid, "jvm": -1, "parent": -1, "executor": -1}
         for _step in range(8):
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 args = f.read().split(b"\0")
             if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args:
                 with open(f"/proc/{pid}/stat") as f:
                     parent = int(f.read().rsplit(")", 1)[1].split()[1])
-                executor = args[args.index(b"--executor-id") + 1].decode()
-                return f"{task},{pid},{parent},{executor}"
+                executor = int(args[args.index(b"--executor-id") + 1].decode())
+                found.update(jvm=pid, parent=parent, executor=executor)
+                break
             with open(f"/proc/{pid}/stat") as f:
                 pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        return f"{task},-1,-1,-1"
+        return json.dumps({**found, "python": sys.executable, "plugin": plugin})
 
     where = udf(locate, "string")
     rows = spark.range(0, partitions, numPartitions=partitions).select(where("id").alias("w"))
-    out = []
-    for row in rows.collect():
-        task, jvm, parent, executor = (int(v) for v in row["w"].split(","))
-        out.append((task, jvm, parent, executor))
-    return out
+    return [json.loads(row["w"]) for row in rows.collect()]
 
 
 def test_executors_run_in_the_two_workers(
-    spark: Any, cluster: StandaloneCluster, server: LocalConnectServer
+    mode: str,
+    spark: Any,
+    cluster: StandaloneCluster,
+    server: LocalConnectServer,
+    request: pytest.FixtureRequest,
 ) -> None:
     where = _where_tasks_ran(spark)
     assert len(where) == 8
-    _SEEN.update(pid for task, jvm, _p, _e in where for pid in (task, jvm))
+    _SEEN.update(pid for w in where for pid in (w["task"], w["jvm"]))
     # every task ran in an executor JVM whose parent is one of our worker JVMs ...
-    assert {parent for _t, _j, parent, _e in where} == set(cluster.worker_pids)
+    assert {w["parent"] for w in where} == set(cluster.worker_pids)
     # ... two executors, one per worker, none of them the Connect server (the driver)
-    executors = {(jvm, executor) for _t, jvm, _p, executor in where}
+    executors = {(w["jvm"], w["executor"]) for w in where}
     assert len(executors) == 2 and {e for _j, e in executors} == {0, 1}
-    assert server.pid not in {jvm for _t, jvm, _p, _e in where}
+    assert server.pid not in {w["jvm"] for w in where}
     state = cluster.state()
     assert state is not None and len(cluster.alive_workers()) == 2
     apps = [a for a in state["activeapps"] if a["name"] == "qbeast-connect"]
     assert len(apps) == 1 and apps[0]["cores"] == 2 and apps[0]["memoryperexecutor"] == 512
+    plugins = {w["plugin"] for w in where}
+    if mode == "installed":
+        assert {w["python"] for w in where} == {sys.executable}
+        checkout = discovery_pythonpath() or ""
+        assert len(plugins) == 1 and str(plugins.pop()).startswith(checkout)
+        return
+    # stock: the executors' Python is the stock one, and the plugin they imported is the
+    # bundle this client shipped, fetched by each executor into its own directory
+    from qbeast_connect.spark.bundle import build_bundle
+
+    assert {w["python"] for w in where} == {request.getfixturevalue("stock_python")}
+    bundle = build_bundle().name
+    work = os.path.realpath(cluster.work_dir)
+    assert len(plugins) == 2, plugins  # one copy per executor
+    for plugin in plugins:
+        assert bundle in str(plugin) and os.path.realpath(str(plugin)).startswith(work), plugin
+
+
+def test_stock_executors_have_no_plugin_until_the_client_ships_it(
+    mode: str, server: LocalConnectServer, request: pytest.FixtureRequest
+) -> None:
+    """A session that was never given the plugin: its executors cannot import it, nor mmh3
+    (installed mode: they import the checkout's); ``boto3`` is there in both modes."""
+    from pyspark.sql.connect.session import SparkSession
+
+    raw = SparkSession.builder.remote(server.url).create()
+    try:
+        names = (*FORBIDDEN, "boto3")
+        rows = raw.range(0, 8, numPartitions=8).select(imports_udf(names)("id")).collect()
+    finally:
+        raw.stop()
+    answers = [json.loads(row[0]) for row in rows]
+    _SEEN.update(a["pid"] for a in answers)
+    for answer in answers:
+        found = answer["found"]
+        assert found["boto3"]
+        if mode == "stock":
+            assert answer["executable"] == request.getfixturevalue("stock_python")
+            assert {n: found[n] for n in FORBIDDEN} == dict.fromkeys(FORBIDDEN)
+        else:
+            assert answer["executable"] == sys.executable
+            assert found["server_plugin"] and found["mmh3"]
 
 
 def test_write_append_sample_filter_optimize_vacuum_on_cluster(

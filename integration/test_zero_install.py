@@ -11,99 +11,23 @@ operation and ``deltalake`` reads each table the same way.
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
-from qbeast_connect.spark.server import LocalConnectServer
+from tests.stock_python import (
+    FORBIDDEN,
+    REQUIRED,
+    build_stock_python,
+    imports_udf,
+    start_stock_server,
+)
 
 pytestmark = pytest.mark.slow
-
-#: What the stock server's Python must not import, and what it must.
-FORBIDDEN = ("server_plugin", "qbeast_connect", "pyspark_qbeast", "mmh3")
-REQUIRED = ("pyspark", "pyarrow", "pandas", "numpy", "grpc")
-
-#: A probe compiled outside any importable module, so it is pickled by value.
-_IMPORTS_SOURCE = """
-def qbeast_test_imports(_):
-    import importlib, json, sys
-    found = {}
-    for name in %r:
-        try:
-            module = importlib.import_module(name)
-            found[name] = str(getattr(module, "__file__", ""))
-        except ImportError as exc:
-            found[name] = None
-    return json.dumps({"executable": sys.executable, "found": found})
-"""
-
-
-def allowed_distributions(
-    root: str = "pyspark", extras: tuple[str, ...] = ("connect",)
-) -> set[str]:
-    """The distributions ``root[extras]`` needs, transitively (environment markers applied)."""
-    wanted: list[tuple[str, tuple[str, ...]]] = [(root, extras)]
-    seen: set[str] = set()
-    while wanted:
-        name, with_extras = wanted.pop()
-        key = canonicalize_name(name)
-        if key in seen:
-            continue
-        seen.add(key)
-        for line in md.distribution(name).requires or []:
-            req = Requirement(line)
-            envs = [{"extra": e} for e in with_extras] or [{"extra": ""}]
-            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
-                wanted.append((req.name, tuple(req.extras)))
-    return seen
-
-
-def build_stock_python(base: Path) -> str:
-    """A venv whose Python sees only the distributions of ``pyspark[connect]``."""
-    venv = base / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
-    )
-    exposed = base / "site"
-    exposed.mkdir()
-    allowed = allowed_distributions()
-    for dist in md.distributions():
-        if canonicalize_name(dist.metadata["Name"]) not in allowed:
-            continue
-        site = Path(str(dist.locate_file(""))).resolve()
-        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
-        for top in sorted(tops):
-            if top.endswith(".pth") or top == "__pycache__":
-                continue
-            link = exposed / top
-            if not link.exists():
-                link.symlink_to(site / top)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    (Path(purelib) / "stock.pth").write_text(f"{exposed}\n")
-    return str(python)
-
-
-def _imports_udf() -> Any:
-    from pyspark.sql.functions import udf
-
-    namespace: dict[str, Any] = {"__name__": "qbeast_test_stock_probe"}
-    exec(_IMPORTS_SOURCE % ((*FORBIDDEN, *REQUIRED),), namespace)
-    return udf(namespace["qbeast_test_imports"], "string")
 
 
 @pytest.fixture(scope="module")
@@ -113,32 +37,7 @@ def stock_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def stock_server(stock_python: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    workdir = tmp_path_factory.mktemp("stock-server")
-    # the server's working directory is on its workers' sys.path ("python -m"): never this
-    # checkout, whose packages would be importable from there
-    here = os.getcwd()
-    os.chdir(workdir)
-    try:
-        server = LocalConnectServer(
-            master="local[2]",
-            conf={
-                "spark.pyspark.python": stock_python,
-                "spark.pyspark.driver.python": stock_python,
-                # Spark's own defaults: the client must set what it needs per session
-                "spark.sql.python.filterPushdown.enabled": "false",
-                "spark.connect.session.planCache.enabled": "true",
-                "spark.sql.sources.parallelPartitionDiscovery.threshold": "32",
-            },
-            env={
-                "PYSPARK_PYTHON": stock_python,
-                "PYSPARK_DRIVER_PYTHON": stock_python,
-                # no discovery path to this checkout, nothing inherited
-                "PYTHONPATH": "",
-                "PWD": str(workdir),
-            },
-        ).start()
-    finally:
-        os.chdir(here)
+    server = start_stock_server(stock_python, tmp_path_factory.mktemp("stock-server"))
     try:
         yield server.url
     finally:
@@ -172,7 +71,7 @@ def test_zero_install_on_a_stock_server(
     # 1. the server's own workers, before anything is shipped: no plugin, no mmh3
     raw = SparkSession.builder.remote(stock_server).getOrCreate()
     try:
-        answer = json.loads(raw.range(1).select(_imports_udf()("id")).collect()[0][0])
+        answer = json.loads(raw.range(1).select(imports_udf()("id")).collect()[0][0])
     finally:
         raw.stop()
     assert answer["executable"] == stock_python
@@ -303,3 +202,40 @@ def test_installed_plugin_of_another_version_is_refused(stock_server: str, tmp_p
             spark.read.format("qbeast_snapshot").option("probe", "true").load().collect()
     finally:
         spark.stop()
+
+
+def test_stock_python_needs_boto3_for_s3_and_nothing_else(
+    stock_python: str, tmp_path: Path
+) -> None:
+    """The shipped bundle alone, in the pyspark[connect]-only Python: local tables need
+    nothing more; an ``s3://`` table needs boto3 (the storage client the bundle does not
+    carry), and the error says so."""
+    from qbeast_connect.spark.bundle import build_bundle
+
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from server_plugin.delta.storage import storage_for; "
+        "from qbeast_connect.exceptions import QbeastError; "
+        "local = storage_for(sys.argv[2]); "
+        "local.put_atomic('probe.txt', b'ok'); "
+        "answer = {'local': local.read_bytes('probe.txt').decode()}\n"
+        "try:\n"
+        "    storage_for('s3://bucket/table', {}).exists('_delta_log')\n"
+        "except QbeastError as exc:\n"
+        "    answer['s3'] = [type(exc).__name__, exc.code, str(exc)]\n"
+        "print(json.dumps(answer))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "AWS_"))}
+    out = subprocess.run(
+        [stock_python, "-c", code, str(build_bundle().path), str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    answer = json.loads(out.stdout)
+    assert answer["local"] == "ok"
+    name, code_, text = answer["s3"]
+    assert name == "MissingDependencyError" and "boto3" in text and "pip install boto3" in text
+    assert code_

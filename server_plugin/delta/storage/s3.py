@@ -216,8 +216,9 @@ def _boto() -> tuple[Any, Any, Any, Any]:
         from botocore.exceptions import BotoCoreError, ClientError
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingDependencyError(
-            "tables on s3:// need boto3 in the server's Python environment: "
-            "pip install 'qbeast-connect[s3]'"
+            "tables on s3:// need boto3 in the server's Python environment, on the driver "
+            "and every executor: pip install boto3 (a stock server with a shipped plugin) "
+            "or pip install 'qbeast-connect[s3]'"
         ) from exc
     return boto3, Config, BotoCoreError, ClientError
 
