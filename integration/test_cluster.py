@@ -38,7 +38,7 @@ from qbeast_connect.model.weight import weight_from_fraction  # noqa: E402
 from qbeast_connect.spark.cluster import StandaloneCluster  # noqa: E402
 from qbeast_connect.spark.server import LocalConnectServer, discovery_pythonpath  # noqa: E402
 from qbeast_connect.spark.session import register_plugin  # noqa: E402
-from tests.moto_server import moto_s3_server  # noqa: E402
+from tests.moto_server import moto_s3_server, s3_client  # noqa: E402
 from tests.spark.helpers import row_digest, spark_digest  # noqa: E402
 from tests.stock_python import (  # noqa: E402
     FORBIDDEN,
@@ -84,13 +84,7 @@ def s3_url() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def s3(s3_url: str) -> Any:
     """The test's own boto3 client (the Spark processes have no credentials)."""
-    return boto3.client(
-        "s3",
-        endpoint_url=s3_url,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name="us-east-1",
-    )
+    return s3_client(s3_url, ACCESS_KEY, SECRET_KEY)
 
 
 @pytest.fixture(scope="module")

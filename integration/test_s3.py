@@ -24,7 +24,7 @@ pytest.importorskip("moto")
 import qbeast_connect as qc  # noqa: E402
 from qbeast_connect.model.weight import weight_from_fraction  # noqa: E402
 from qbeast_connect.spark.server import LocalConnectServer  # noqa: E402
-from tests.moto_server import moto_s3_server  # noqa: E402
+from tests.moto_server import moto_s3_server, s3_client  # noqa: E402
 from tests.spark.helpers import row_digest, spark_digest  # noqa: E402
 
 ACCESS_KEY = "qbeast-it-key"
@@ -49,13 +49,7 @@ def s3_server() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def s3(s3_server: str) -> Any:
     """A boto3 client of the test (the Spark client itself has no credentials)."""
-    return boto3.client(
-        "s3",
-        endpoint_url=s3_server,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name="us-east-1",
-    )
+    return s3_client(s3_server, ACCESS_KEY, SECRET_KEY)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 
 def free_port() -> int:
@@ -43,3 +44,16 @@ def moto_s3_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
             proc.wait()
+
+
+def s3_client(url: str, access_key: str, secret_key: str) -> Any:
+    """A boto3 S3 client of the test process for the loopback server at ``url``."""
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=url,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        region_name="us-east-1",
+    )

@@ -24,7 +24,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -37,9 +36,8 @@ from qbeast_connect.exceptions import QbeastError
 from qbeast_connect.spark.server import (
     OwnerWatch,
     _spark_home,
-    discovery_pythonpath,
-    find_java,
     free_port,
+    spark_process_env,
     watch_owner,
 )
 
@@ -158,23 +156,9 @@ class StandaloneCluster:
         }
 
     def _env(self) -> dict[str, str]:
-        java = find_java()
-        env = dict(os.environ)
-        env["SPARK_HOME"] = _spark_home()
-        env.setdefault("JAVA_HOME", str(Path(os.path.realpath(java)).parent.parent))
-        env["SPARK_DAEMON_MEMORY"] = self.daemon_memory
-        env["PYSPARK_PYTHON"] = sys.executable
-        env.pop("SPARK_REMOTE", None)
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         # executors inherit the worker's environment: they import the plugin from where
         # the Connect server does
-        extra_path = discovery_pythonpath()
-        if extra_path:
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (extra_path, env.get("PYTHONPATH", "")) if p
-            )
-        env.update(self.extra_env)
-        return env
+        return spark_process_env({"SPARK_DAEMON_MEMORY": self.daemon_memory, **self.extra_env})
 
     def _spawn(self, name: str, args: list[str], env: Mapping[str, str]) -> _Daemon:
         log_path = os.path.join(self.work_dir, f"{name}.log")

@@ -127,6 +127,30 @@ def discovery_pythonpath() -> str | None:
     return None if directory in known else directory
 
 
+def spark_process_env(extra_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a Spark JVM this package starts (a Connect server, a standalone
+    master or worker): this process's environment with ``SPARK_HOME`` and ``JAVA_HOME`` set,
+    this Python for Spark's Python workers, no Connect-client variables, and the directory
+    Spark discovers ``pyspark_qbeast`` in on ``PYTHONPATH``; ``extra_env`` goes last.
+
+    Raises:
+        JavaNotFoundError: Java is missing.
+    """
+    java = find_java()
+    env = dict(os.environ)
+    env["SPARK_HOME"] = _spark_home()
+    env.setdefault("JAVA_HOME", str(Path(os.path.realpath(java)).parent.parent))
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env.pop("SPARK_REMOTE", None)
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    extra_path = discovery_pythonpath()
+    if extra_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, env.get("PYTHONPATH", "")) if p)
+    env.update(extra_env)
+    return env
+
+
 def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as sock:
@@ -209,20 +233,7 @@ class LocalConnectServer:
             JavaNotFoundError: Java is missing.
             QbeastError: the server exited or did not open its port in time.
         """
-        java = find_java()
-        env = dict(os.environ)
-        env["SPARK_HOME"] = _spark_home()
-        env.setdefault("JAVA_HOME", str(Path(os.path.realpath(java)).parent.parent))
-        env["PYSPARK_PYTHON"] = sys.executable
-        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-        env.pop("SPARK_REMOTE", None)
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        extra_path = discovery_pythonpath()
-        if extra_path:
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (extra_path, env.get("PYTHONPATH", "")) if p
-            )
-        env.update(self.extra_env)
+        env = spark_process_env(self.extra_env)
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
                 self.command(),
