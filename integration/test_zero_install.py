@@ -69,7 +69,8 @@ def test_zero_install_on_a_stock_server(
     from pyspark.sql import SparkSession
 
     # 1. the server's own workers, before anything is shipped: no plugin, no mmh3
-    raw = SparkSession.builder.remote(stock_server).getOrCreate()
+    # create(), not getOrCreate(): another session of this process (the suite's) would be reused
+    raw = SparkSession.builder.remote(stock_server).create()
     try:
         answer = json.loads(raw.range(1).select(imports_udf()("id")).collect()[0][0])
     finally:

@@ -28,7 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from qbeast_connect.exceptions import PluginUnavailableError, PluginVersionMismatchError
+from qbeast_connect.exceptions import (
+    PluginUnavailableError,
+    PluginVersionMismatchError,
+    ServerUnavailableError,
+)
 from qbeast_connect.spark.server import PLAN_CACHE_CONF
 
 if TYPE_CHECKING:
@@ -183,6 +187,8 @@ def set_session_conf(spark: SparkSession) -> None:
         for key, value in SESSION_CONF.items():
             try:
                 spark.conf.set(key, value)
+            except ServerUnavailableError:
+                raise  # no answer is not a refusal: the caller's timeout error stands
             except Exception as exc:
                 if key == PLAN_CACHE_CONF:
                     continue  # a server without the setting has no such cache
