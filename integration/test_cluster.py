@@ -38,7 +38,7 @@ from qbeast_connect.model.weight import weight_from_fraction  # noqa: E402
 from qbeast_connect.spark.cluster import StandaloneCluster  # noqa: E402
 from qbeast_connect.spark.server import LocalConnectServer, discovery_pythonpath  # noqa: E402
 from qbeast_connect.spark.session import register_plugin  # noqa: E402
-from tests.moto_server import moto_s3_server, s3_client  # noqa: E402
+from tests.moto_server import AWS_ENV_VARS, moto_s3_server, s3_client  # noqa: E402
 from tests.spark.helpers import row_digest, spark_digest  # noqa: E402
 from tests.stock_python import (  # noqa: E402
     FORBIDDEN,
@@ -50,22 +50,12 @@ from tests.stock_python import (  # noqa: E402
 ACCESS_KEY = "qbeast-cluster-key"
 #: Searched for in every log and every stored object: it must appear in none.
 SECRET_KEY = "qbeast-cluster-secret-" + uuid.uuid4().hex
-_AWS_VARS = (
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_PROFILE",
-)
 
 
 @pytest.fixture(scope="module")
 def no_aws_env() -> Iterator[None]:
     patch = pytest.MonkeyPatch()
-    for name in _AWS_VARS:  # neither the JVMs nor their Python workers get any
+    for name in AWS_ENV_VARS:  # neither the JVMs nor their Python workers get any
         patch.delenv(name, raising=False)
     # no shared config or credential files either
     patch.setenv("AWS_CONFIG_FILE", "/nonexistent/qbeast-aws-config")

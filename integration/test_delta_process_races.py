@@ -35,6 +35,20 @@ WORKER = DELTA_TESTS / "delta_commit_worker.py"
 # -------------------------------------------------------------------------- local storage
 
 
+def _reported_commits(procs: list[subprocess.Popen[str]]) -> dict[int, str]:
+    """``version -> key`` of the commits the worker processes print (``"<version> <key>"``
+    per line), once each: a version reported twice fails the test."""
+    committed: dict[int, str] = {}
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        for line in out.strip().splitlines():
+            version, key = line.split(" ", 1)
+            assert int(version) not in committed, f"version {version} reported twice"
+            committed[int(version)] = key
+    return committed
+
+
 def test_two_processes_with_50_blind_appends_each(tmp_path: Path) -> None:
     """§14.15 blind vs blind, at scale: 100 new versions, every file exactly once."""
     path = tmp_path / "t"
@@ -49,14 +63,7 @@ def test_two_processes_with_50_blind_appends_each(tmp_path: Path) -> None:
         ],
         go,
     )
-    committed: dict[int, str] = {}
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        for line in out.strip().splitlines():
-            version, key = line.split(" ", 1)
-            assert int(version) not in committed, f"version {version} reported twice"
-            committed[int(version)] = key
+    committed = _reported_commits(procs)
     assert sorted(committed) == list(range(1, 2 * per_worker + 1))
     log = sorted(n for n in os.listdir(path / "_delta_log") if n.endswith(".json"))
     assert log == [f"{v:020d}.json" for v in range(2 * per_worker + 1)]
@@ -260,14 +267,7 @@ def test_four_processes_ten_commits_each_lose_nothing(
         go,
         env=env,
     )
-    committed: dict[int, str] = {}
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        for line in out.strip().splitlines():
-            version, key = line.split(" ", 1)
-            assert int(version) not in committed, f"version {version} reported twice"
-            committed[int(version)] = key
+    committed = _reported_commits(procs)
     total = workers * per_worker
     assert sorted(committed) == list(range(1, total + 1))
     log = [f.name for f in storage.list_prefix("_delta_log") if f.name.endswith(".json")]

@@ -24,20 +24,11 @@ pytest.importorskip("moto")
 import qbeast_connect as qc  # noqa: E402
 from qbeast_connect.model.weight import weight_from_fraction  # noqa: E402
 from qbeast_connect.spark.server import LocalConnectServer  # noqa: E402
-from tests.moto_server import moto_s3_server, s3_client  # noqa: E402
+from tests.moto_server import AWS_ENV_VARS, moto_s3_server, s3_client  # noqa: E402
 from tests.spark.helpers import row_digest, spark_digest  # noqa: E402
 
 ACCESS_KEY = "qbeast-it-key"
 SECRET_KEY = "qbeast-it-secret"  # moto accepts any credentials
-_AWS_VARS = (
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +45,7 @@ def s3(s3_server: str) -> Any:
 
 @pytest.fixture(scope="module")
 def s3_spark(s3_server: str, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name in _AWS_VARS:  # prove that the client needs no credentials
+    for name in AWS_ENV_VARS:  # prove that the client needs no credentials
         monkeypatch_module.delenv(name, raising=False)
     env = {
         "AWS_ENDPOINT_URL": s3_server,
@@ -221,7 +212,7 @@ def test_timeline_partitions_on_s3(s3_spark: Any, bucket: str) -> None:
 
 
 def test_client_environment_has_no_credentials(s3_spark: Any) -> None:
-    assert not any(os.environ.get(name) for name in _AWS_VARS)
+    assert not any(os.environ.get(name) for name in AWS_ENV_VARS)
 
 
 def test_input_files_list_the_selected_s3_files(s3_spark: Any, bucket: str) -> None:

@@ -10,6 +10,19 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+#: The environment variables through which boto3 (and Hadoop's S3 connector) find S3
+#: endpoints, credentials and regions: tests remove them to prove settings come from elsewhere.
+AWS_ENV_VARS = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+)
+
 
 def free_port() -> int:
     with socket.socket() as sock:
