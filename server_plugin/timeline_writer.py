@@ -34,6 +34,7 @@ from qbeast_connect.exceptions import (
     MetadataFormatError,
     TableNotFoundError,
 )
+from qbeast_connect.rules.partition_values import HIVE_DEFAULT_PARTITION
 from qbeast_connect.timeline.partition import TimePartition
 from qbeast_connect.timeline.plan import TIMELINE_WRITE_FORMAT, TimelineWritePlan
 from qbeast_connect.timeline.timeline import (
@@ -81,9 +82,6 @@ __all__ = [
 
 #: Rows of one partition buffered by a task before they are written as one file.
 ROWS_PER_FILE = 1_000_000
-#: Directory name Hive and Spark use for a null partition value.
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
 _HIVE_ESCAPED = frozenset(
     [chr(c) for c in range(0x01, 0x20)]
     + ['"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "[", "]", "^"]

@@ -22,7 +22,10 @@ from typing import Any
 from qbeast_connect.exceptions import CorruptLogError
 from qbeast_connect.planning.predicate.sql_render import literal_sql
 
-__all__ = ["partition_columns", "partition_value", "partition_value_sql"]
+#: The directory value Hive and Spark write for a null (or empty) partition value.
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+__all__ = ["HIVE_DEFAULT_PARTITION", "partition_columns", "partition_value", "partition_value_sql"]
 
 _INTEGERS = {"byte": "TINYINT", "short": "SMALLINT", "integer": "INT", "long": "BIGINT"}
 _SQL_TYPES = {

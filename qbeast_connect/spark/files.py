@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file
+from qbeast_connect.rules.partition_values import HIVE_DEFAULT_PARTITION
 from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
@@ -235,8 +236,8 @@ def _directories_spell_values(
             if not sep or column is None or value is None or column not in file_values:
                 return False
             logged = file_values[column]
-            if (value == _HIVE_NULL) != (logged is None or logged == "") or (
-                value != _HIVE_NULL and value != logged
+            if (value == HIVE_DEFAULT_PARTITION) != (logged is None or logged == "") or (
+                value != HIVE_DEFAULT_PARTITION and value != logged
             ):
                 return False
             columns.append(column)
@@ -247,7 +248,6 @@ def _directories_spell_values(
     return True
 
 
-_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
