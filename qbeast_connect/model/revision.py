@@ -31,6 +31,7 @@ from qbeast_connect.model.column_spec import (
 )
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.hashing import to_float32
+from qbeast_connect.model.headroom import with_headroom
 from qbeast_connect.model.transformation import (
     ColumnStats,
     EmptyTransformation,
@@ -437,7 +438,9 @@ def plan_revision(
     revision 0 timestamped ``timestamp_ms - 1``. Append: the latest revision is reused unless
     the cube size differs, a transformer changes (the latest is an ``EmptyTransformer``, or
     the spec names another type) or a transformation is superseded by the new stats; then the
-    new revision gets id ``latest + 1``.
+    new revision gets id ``latest + 1``. A linear column the data grew beyond gets headroom
+    on the side it grew (:mod:`qbeast_connect.model.headroom`), unless ``columnStats`` gave
+    its bounds in this write.
 
     Differences from the reference (deliberate): transformer types are compared after
     canonicalization (``a:LINEAR`` on a linear column is no change), and column names are
@@ -521,7 +524,11 @@ def plan_revision(
         if transformer_changed[i] and new.is_empty:
             raise _empty_error(t)
         if old.is_superseded_by(new):
-            final.append(old.merge(new, rng))
+            merged = old.merge(new, rng)
+            given = _lookup(user_stats, t.column_name)
+            if given is None or given.is_empty:  # the user's bounds are taken as stated
+                merged = with_headroom(old, merged, rng)
+            final.append(merged)
             changed = True
         else:
             final.append(old)

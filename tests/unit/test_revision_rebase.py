@@ -233,7 +233,7 @@ def test_four_concurrent_revision_appends_all_commit(tmp_path: Path) -> None:
                 barrier.wait()
                 snap = read_snapshot(storage)
                 barrier.wait()  # everybody has read the same version
-                lo = 1000.0 * r + 100.0 * w
+                lo = 1000.0 * 10**r + 100.0 * w  # beyond the last round's headroom
                 start = 10_000 * r + 1_000 * w
                 append = _RevisionAppend(path, snap, range(start, start + rows), lo, lo + 50)
                 version = append.run()
@@ -268,8 +268,8 @@ def test_four_concurrent_revision_appends_all_commit(tmp_path: Path) -> None:
         rebased += info["commitInfo"]["readVersion"] != v - 1
     assert rebased >= rounds * (workers - 1)  # the losers of every round were rebased
 
-    got, selected, total = _filtered_ids(path, 2100.0, 2130.0)
-    assert got == [20_000 + 1_000 + i for i in range(rows) if 2100 + 50 * i / (rows - 1) < 2130]
+    got, selected, total = _filtered_ids(path, 100_100.0, 100_130.0)
+    assert got == [20_000 + 1_000 + i for i in range(rows) if 100 + 50 * i / (rows - 1) < 130]
     assert selected < total  # the index pruned the other revisions' files
 
 

@@ -335,19 +335,20 @@ def test_append_wider_range_creates_next_revision() -> None:
     rev = plan.revision
     assert (rev.revision_id, rev.timestamp, rev.table_id) == (2, 2000, "/other")
     lin = rev.transformations[0]
+    # the union [0, 5000000] grew on both sides: one more span of headroom on each
     assert isinstance(lin, LinearTransformation) and (lin.min_number, lin.max_number) == (
-        0,
-        5000000,
+        -5000000,
+        10000000,
     )
     assert rev.transformations[1] is latest.transformations[1]  # hash never changes
-    # an identity outside the range also widens it
+    # an identity outside the range also widens it (upward only: headroom above)
     plan = plan_revision(
         latest, SPECS, TYPES, {"id": ColumnStats(9000000, 9000000)}, {}, None, TABLE, 3, rng()
     )
     lin = plan.revision.transformations[0]
     assert isinstance(lin, LinearTransformation) and (lin.min_number, lin.max_number) == (
         1,
-        9000000,
+        1 + 2 * (9000000 - 1),
     )
 
 
@@ -448,7 +449,8 @@ def test_append_identity_becomes_linear() -> None:
     )
     plan = plan_revision(latest, (), TYPES, {"id": ColumnStats(1, 9)}, {}, None, TABLE, 2, rng())
     lin = plan.revision.transformations[0]
-    assert isinstance(lin, LinearTransformation) and (lin.min_number, lin.max_number) == (1, 9)
+    # [1, 9] grew beyond 5 both ways: one span of headroom on each side
+    assert isinstance(lin, LinearTransformation) and (lin.min_number, lin.max_number) == (-7, 17)
 
 
 # ---- columnStats -------------------------------------------------------------------------------
