@@ -339,6 +339,7 @@ class QbeastTable:
         fraction: float = 1.0,
         files: Sequence[str] | None = None,
         options: Mapping[str, str] | None = None,
+        mergeRevisions: bool | Sequence[int] = False,  # noqa: N803
     ) -> OptimizeResult:
         """Rewrite files so that they follow the index, in one commit.
 
@@ -357,6 +358,11 @@ class QbeastTable:
                 files up to this share of its bytes.
             files: optimize exactly these files (relative paths from the log) instead.
             options: ``userMetadata`` and ``qbeastPreCommitHook.*`` options.
+            mergeRevisions: ``True`` (every indexed revision holding files) or a list of
+                revision ids: re-index the rows of those revisions into one new revision
+                whose space is the union of theirs, and remove their files, in one commit
+                (:mod:`qbeast_connect.model.revision_merge`). Fewer than two revisions
+                holding files is a no-op. Not combined with the other arguments.
 
         Returns:
             An :class:`OptimizeResult`. Like ``DeltaTable``'s operations, optimize acts on
@@ -366,6 +372,13 @@ class QbeastTable:
             changed: use :meth:`refresh` to read the new version.
         """
         check_optimize_arguments(revisionID, fraction, files, options)
+        if mergeRevisions is not False:
+            if revisionID is not None or files is not None or fraction != 1.0:
+                raise InvalidOptionError(
+                    "optimize(mergeRevisions=...) merges whole revisions: give it without "
+                    "revisionID, fraction or files"
+                )
+            return _merge_revisions(self.refresh(), mergeRevisions, options)
         return _optimize(self.refresh(), revisionID, fraction, files, options)
 
     def vacuum(
@@ -616,6 +629,33 @@ def _optimize_staging(table: QbeastTable, fraction: float, opts: WriteOptions) -
         chosen.append(f.path)
         used += f.size
     return _index_staging(table, chosen, opts)
+
+
+def _merge_revisions(
+    table: QbeastTable, request: object, options: Mapping[str, str] | None
+) -> OptimizeResult:
+    """Re-index the rows of the revisions ``request`` names into one new revision."""
+    import random
+    import time
+
+    from qbeast_connect.model.revision_merge import merged_revision, revisions_to_merge
+
+    opts = parse_write_options(dict(options or {}))
+    table._require_qbeast()
+    snapshot = table.snapshot
+    ids = revisions_to_merge(snapshot, request)
+    if not ids:
+        return OptimizeResult(None, table.lastRevisionID(), 0, 0, 0)
+    latest = table.latestRevision
+    target = merged_revision(
+        [snapshot.revisions[r] for r in ids],
+        latest,
+        table.path,
+        int(time.time() * 1000),
+        random.Random(),
+    )
+    paths = [f.path for r in ids for f in snapshot.files_of(r)]
+    return index_staging(table._read_files(paths), table.path, latest, paths, opts, target)
 
 
 def _index_staging(table: QbeastTable, paths: list[str], opts: WriteOptions) -> OptimizeResult:

@@ -240,9 +240,11 @@ def index_staging(
     latest: Revision,
     paths: list[str],
     opts: WriteOptions,
+    target: Revision | None = None,
 ) -> OptimizeResult:
     """Index staging files (read as ``source``) like an append (``latest``'s columns and
-    cube size) and replace them, in one commit."""
+    cube size) and replace them, in one commit. With ``target`` (a new revision), index
+    the rows of ``paths`` into that revision instead (optimize merging revisions)."""
     from qbeast_connect.spark.write import _Writer
 
     raw: dict[str, Any] = {
@@ -260,6 +262,7 @@ def index_staging(
         parse_write_options(raw),
         remove_paths=tuple(paths),
         data_change=False,
+        target=target,
     ).run()
     return OptimizeResult(
         result.version, result.revision_id or 0, len(paths), result.num_files, result.num_rows

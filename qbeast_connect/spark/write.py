@@ -46,6 +46,7 @@ from qbeast_connect.model.revision import (
     empty_table_revision,
     plan_revision,
 )
+from qbeast_connect.model.revision_merge import plan_into
 from qbeast_connect.model.transformation import ColumnStats, QDataType
 from qbeast_connect.options import (
     BUFFER_CAPACITY_DEFAULT,
@@ -205,7 +206,8 @@ def _weights_and_layout(
 
 class _Writer:
     """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
-    staging area, which indexes existing rows like an append and replaces their files."""
+    staging area, which indexes existing rows like an append and replaces their files;
+    ``target`` serves optimize merging revisions, which indexes them into that revision."""
 
     def __init__(
         self,
@@ -217,6 +219,7 @@ class _Writer:
         remove_paths: tuple[str, ...] = (),
         data_change: bool = True,
         operation: str = "WRITE",
+        target: Revision | None = None,
     ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
@@ -228,6 +231,8 @@ class _Writer:
         self.remove_paths = remove_paths
         self.data_change = data_change
         self.operation = operation
+        #: a new revision to index into (optimize merging revisions), else None
+        self.target = target
         self.input_partitions = 0
         self.specs: tuple[ColumnSpec, ...] = (
             parse_columns_to_index(options.columns_to_index)
@@ -357,7 +362,7 @@ class _Writer:
         schema: StructType,
         schema_string: str,
     ) -> WriteResult:
-        if appending and qsnap is not None and small_append.may_use(
+        if appending and qsnap is not None and self.target is None and small_append.may_use(
             latest, specs, self.options.cube_size, bool(user_stats)
         ):
             assert latest is not None
@@ -379,7 +384,7 @@ class _Writer:
             return self._commit(state, None, {}, None, None, schema_string if changed else None,
                                 new_revision=False, schema_changed=changed)
         plan = plan_revision(
-            latest,
+            self.target or latest,
             specs,
             index_types,
             data_stats,
@@ -389,6 +394,8 @@ class _Writer:
             now,
             rng,
         )
+        if self.target is not None:
+            plan = plan_into(plan, self.target)
         revision = plan.revision
         same_revision = latest is not None and not plan.is_new
         existing = (

@@ -1,0 +1,124 @@
+"""Time-ordered appends (issue 20): headroom keeps revisions logarithmic, and optimize
+merges revisions into one."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import qbeast_connect as qc
+from qbeast_connect.model.transformation import LinearTransformation
+from tests.spark.helpers import deltalake_table, live_adds, log_actions, row_digest, spark_digest
+
+START = 1_704_067_200  # 2024-01-01 00:00:00 UTC, in seconds
+HOURS, ROWS = 12, 50
+HOUR_FILTER = "event_time >= TIMESTAMP '2024-01-01 03:00:00Z' AND event_time < TIMESTAMP '2024-01-01 04:00:00Z'"
+READS = (
+    HOUR_FILTER,
+    "user_id < 100",
+    "user_id >= 900 AND event_time < TIMESTAMP '2024-01-01 02:00:00Z'",
+)
+
+
+def _hour(spark: Any, hour: int) -> Any:
+    """The events of one hour: one a minute from the hour's start (50 of them), users 0 to
+    999 (both always present: only the time grows)."""
+    return spark.range(ROWS, numPartitions=1).selectExpr(
+        f"timestamp_seconds({START} + {hour} * 3600 + id * 60) AS event_time",
+        f"CASE id WHEN 0 THEN 0 WHEN {ROWS - 1} THEN 999 "
+        f"ELSE cast(pmod(hash(id, {hour}), 1000) AS int) END AS user_id",
+        f"concat('event-', {hour}, '-', id) AS payload",
+    )
+
+
+@pytest.fixture(scope="module")
+def appended(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    """A table written by 12 hourly appends, with the results of its writes and the rows."""
+    path = str(tmp_path_factory.mktemp("hourly") / "t")
+    results = [qc.write(_hour(spark, 0), path, columnsToIndex="event_time,user_id", cubeSize=100)]
+    data = _hour(spark, 0)
+    for hour in range(1, HOURS):
+        results.append(qc.write(_hour(spark, hour), path, mode="append"))
+        data = data.unionByName(_hour(spark, hour))
+    yield path, (data, results)
+
+
+def test_time_ordered_appends_open_logarithmic_revisions(
+    spark: Any, appended: tuple[str, Any]
+) -> None:
+    """12 hourly appends open 4 revisions (the reference: 12): the appends of hours 1, 3
+    and 7 leave the space and get twice the span on the grown side; the others fit."""
+    path, (data, results) = appended
+    table = qc.QbeastTable.forPath(spark, path)
+    assert table.revisionIDs() == [0, 1, 2, 3, 4]
+    assert [r.revision_id for r in results] == [1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4]
+    # appends inside the space took the one-job path; those beyond it were declined there
+    # and planned by the statistics job: both paths agree on where the space ends
+    for hour, result in enumerate(results[1:], start=1):
+        grew = hour in (1, 3, 7)
+        assert ("declined" in result.timings) is grew, hour
+        assert ("statistics" in result.timings) is grew, hour
+    # revision 4 spans twice the union of revision 3 and hour 7 (epoch milliseconds)
+    space = table.revision(4).transformations[0]
+    assert isinstance(space, LinearTransformation)
+    union_max = (START + 7 * 3600 + 49 * 60) * 1000
+    assert (space.min_number, space.max_number) == (
+        START * 1000,
+        START * 1000 + 2 * (union_max - START * 1000),
+    )
+    # answers equal a plain read of the same rows; deltalake reads the same rows
+    assert spark_digest(table.toDF()) == spark_digest(data)
+    assert row_digest(deltalake_table(path)) == spark_digest(data)
+    for where in READS:
+        assert spark_digest(table.filter(where)) == spark_digest(data.filter(where)), where
+    assert spark_digest(table.sample(0.1)) == spark_digest(
+        data.filter("hash(event_time, user_id) < -1717986918")  # weight(0.1)
+    )
+    hour = table.explainScan(HOUR_FILTER)
+    assert hour.selected_files < hour.total_files  # revisions of other hours are pruned
+
+
+def test_optimize_merges_revisions_into_one(
+    spark: Any, appended: tuple[str, Any], tmp_path: Path
+) -> None:
+    source, (data, _) = appended
+    path = str(tmp_path / "t")
+    shutil.copytree(source, path)
+    table = qc.QbeastTable.forPath(spark, path)
+    before = {r: len(table.snapshot.files_of(r)) for r in (1, 2, 3, 4)}
+    with pytest.raises(qc.InvalidOptionError, match="does not have"):
+        table.optimize(mergeRevisions=[1, 9])
+    with pytest.raises(qc.InvalidOptionError, match="staging"):
+        table.optimize(mergeRevisions=[0, 1])
+
+    result = table.optimize(mergeRevisions=[2, 3, 4])
+    assert (result.removed_files, result.rows) == (sum(before[r] for r in (2, 3, 4)), 550)
+    assert result.revision_id == 5
+    table = table.refresh()
+    assert table.revisionIDs() == [0, 1, 2, 3, 4, 5]
+    assert {f.revision_id for f in table.snapshot.files} == {1, 5}
+    merged = table.revision(5).transformations[0]
+    assert isinstance(merged, LinearTransformation)
+    old = [table.revision(r).transformations[0] for r in (2, 4)]
+    assert isinstance(old[0], LinearTransformation) and isinstance(old[1], LinearTransformation)
+    assert (merged.min_number, merged.max_number) == (old[0].min_number, old[1].max_number)
+
+    result = table.optimize(mergeRevisions=True)  # revisions 1 and 5
+    assert (result.revision_id, result.rows) == (6, HOURS * ROWS)
+    table = table.refresh()
+    assert {f.revision_id for f in table.snapshot.files} == {6}
+    assert table.optimize(mergeRevisions=True).version is None  # one revision: nothing to do
+    last = [a for v, a in log_actions(path) if v == result.version]
+    assert all(a[k]["dataChange"] is False for a in last for k in a if k in ("add", "remove"))
+    assert all(a["tags"]["revision"] == "6" for a in live_adds(path).values())
+    assert spark_digest(table.toDF()) == spark_digest(data)
+    assert row_digest(deltalake_table(path)) == spark_digest(data)
+    for where in READS:
+        assert spark_digest(table.filter(where)) == spark_digest(data.filter(where)), where
+    assert spark_digest(table.sample(0.1)) == spark_digest(
+        data.filter("hash(event_time, user_id) < -1717986918")
+    )
