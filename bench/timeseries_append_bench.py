@@ -11,8 +11,10 @@ and for three reads the bytes of the files the read plan selects
 (``QbeastTable.explainScan``), as a share of the table's bytes and as a ratio to the
 one-write table's bytes: ``sample(0.01)``, a 1% ``user_id`` filter and a 1-hour
 ``event_time`` filter in the middle of the range. Row counts of the filters are compared
-between the two tables. With ``--merge`` the appended table is then optimized with
-``mergeRevisions=True`` and measured again.
+between the two tables. With ``--optimize-each`` the appended table's revisions are then
+each optimized (``optimize(revisionID)``: files rewritten by weight band, revisions kept)
+and measured again; with ``--merge`` it is then optimized with ``mergeRevisions=True`` (all
+revisions re-indexed into one) and measured again.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=400)
     parser.add_argument("--cube-size", type=int, default=2000)
     parser.add_argument("--merge", action="store_true")
+    parser.add_argument("--optimize-each", action="store_true")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
@@ -150,12 +153,25 @@ def main() -> None:
             "machine": machine(),
             "command": "python -m bench.timeseries_append_bench "
             f"--appends {args.appends} --rows {args.rows} --cube-size {args.cube_size}"
+            + (" --optimize-each" if args.optimize_each else "")
             + (" --merge" if args.merge else ""),
             "append_seconds_total": round(append_seconds, 1),
             "once": once,
             "appended": appended,
             "appended_vs_once": compare(appended, once),
         }
+        if args.optimize_each:
+            table = qc.QbeastTable.forPath(spark, appended_path)
+            rewritten = [
+                table.optimize(r) for r in sorted({f.revision_id for f in table.snapshot.files})
+            ]
+            optimized = measure(spark, appended_path, args.appends)
+            optimized["optimize"] = {
+                "removed_files": sum(r.removed_files for r in rewritten),
+                "added_files": sum(r.added_files for r in rewritten),
+            }
+            report["optimized_each_revision"] = optimized
+            report["optimized_each_revision_vs_once"] = compare(optimized, once)
         if args.merge:
             table = qc.QbeastTable.forPath(spark, appended_path)
             result = table.optimize(mergeRevisions=True)

@@ -627,7 +627,9 @@ class _Writer:
         if revision is not None:
             columns = [F.col(quote_identifier(n)) for n in revision.column_names]
             df = df.select("*", F.hash(*columns).alias(WEIGHT_COLUMN))
-            if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
+            # a merge of revisions rewrites them whole: one file per group, as optimize does
+            many = self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS or self.target is not None
+            if many and layout is not None:
                 df = group_by_file(df, revision, weights, layout)
         with self._phase("write"), translate_errors():
             writer = with_storage_options(df.write.format(WRITE_FORMAT), self.spark)
