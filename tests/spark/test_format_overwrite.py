@@ -60,11 +60,12 @@ def test_format_overwrite_drops_old_revisions_like_qc_write(spark: Any, tmp_path
     assert result.revision_id == 1
     _check_restarted(by_qc, 150)
 
-    # no columnsToIndex: the format writer keeps the latest revision's space [0, 299]
+    # no columnsToIndex: the format writer keeps the latest revision's space, the union
+    # [0, 299] with the append's headroom above: [0, 598]
     data.write.format("qbeast").mode("overwrite").save(by_format)
     revision = _check_restarted(by_format, 150)
     linear = revision["transformations"][0]
-    assert (linear["minNumber"], linear["maxNumber"]) == (0.0, 299.0)
+    assert (linear["minNumber"], linear["maxNumber"]) == (0.0, 598.0)
     assert spark.read.format("qbeast").load(by_format).count() == 150
     assert qc.QbeastTable.forPath(spark, by_format).filter("x >= 100").count() == 20
 
