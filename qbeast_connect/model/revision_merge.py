@@ -67,12 +67,15 @@ def merged_revision(
     timestamp_ms: int,
     rng: random.Random,
 ) -> Revision:
-    """The revision ``latest + 1`` whose space is the union of ``revisions``' spaces.
+    """The revision ``latest + 1`` whose space is the union of ``revisions``' spaces and
+    ``latest``'s.
 
     Columns, transformers and cube size are ``latest``'s. Each column's transformation is
     the first revision's, merged with every later one that supersedes it (spec §4.7), so
     the result holds every row of every revision (linear spaces are the union of their
-    bounds, headroom included).
+    bounds, headroom included). ``latest``'s space is merged in even when its rows are not:
+    the result becomes the latest revision, and later appends that fit ``latest`` must fit
+    it too (else merging older revisions would make the next append open one more).
 
     Raises:
         InvalidOptionError: no revision is given, or the revisions index different columns
@@ -81,7 +84,7 @@ def merged_revision(
     if not revisions:
         raise InvalidOptionError("merging revisions needs at least one revision")
     specs = latest.columns_to_index
-    for revision in revisions:
+    for revision in (*revisions, latest):
         if revision.columns_to_index != specs or not revision.transformations:
             raise InvalidOptionError(
                 f"revision {revision.revision_id} indexes ({revision.columns_to_index}) and "
@@ -89,7 +92,7 @@ def merged_revision(
                 "transformers cannot be merged; merge only revisions of the same columns"
             )
     merged = list(revisions[0].transformations)
-    for revision in revisions[1:]:
+    for revision in (*revisions[1:], latest):
         for i, other in enumerate(revision.transformations):
             if merged[i].is_superseded_by(other):
                 merged[i] = merged[i].merge(other, rng)

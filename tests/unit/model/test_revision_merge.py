@@ -40,9 +40,12 @@ def _bounds(revision: Revision) -> tuple[object, object]:
 def test_merged_revision_covers_every_space() -> None:
     revs = _revisions()
     assert [_bounds(r) for r in revs] == [(0, 100), (0, 600), (-1600, 600)]
-    merged = merged_revision(revs[:2], revs[2], "/t", 9, random.Random(1))
-    assert (merged.revision_id, merged.timestamp, merged.desired_cube_size) == (4, 9, 50)
+    merged = merged_revision(revs[:2], revs[1], "/t", 9, random.Random(1))
+    assert (merged.revision_id, merged.timestamp, merged.desired_cube_size) == (3, 9, 50)
     assert _bounds(merged) == (0, 600)
+    # the latest revision's space is kept even when its rows are not merged
+    merged = merged_revision(revs[:2], revs[2], "/t", 9, random.Random(1))
+    assert (merged.revision_id, _bounds(merged)) == (4, (-1600, 600))
     assert merged.column_transformers == revs[2].column_transformers
     assert merged.transformations[1] == revs[0].transformations[1]  # the hash is shared
     assert _bounds(merged_revision([revs[0], revs[2]], revs[2], "/t", 9, random.Random(1))) == (
