@@ -117,8 +117,7 @@ def test_optimize_merges_revisions_into_one(
     assert all(a["tags"]["revision"] == "6" for a in live_adds(path).values())
     assert spark_digest(table.toDF()) == spark_digest(data)
     assert row_digest(deltalake_table(path)) == spark_digest(data)
-    for where in READS:
-        assert spark_digest(table.filter(where)) == spark_digest(data.filter(where)), where
+    assert spark_digest(table.filter(HOUR_FILTER)) == spark_digest(data.filter(HOUR_FILTER))
     assert spark_digest(table.sample(0.1)) == spark_digest(
         data.filter("hash(event_time, user_id) < -1717986918")
     )
