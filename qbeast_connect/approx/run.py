@@ -8,6 +8,7 @@ a step adds its sums to those of the bands read before and no row is read twice.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -165,17 +166,10 @@ def run_approx(
         )
         following = None if fraction is not None else next_fraction(result)
         if following is None:
-            final = ApproxResult(**{**_fields(result), "done": True})
+            final = dataclasses.replace(result, done=True)
             if progress is not None:
                 progress(final)
             return final
         if progress is not None:
             progress(result)
         to = following
-
-
-def _fields(result: ApproxResult) -> dict[str, Any]:
-    names = (
-        "aggregates group_by groups fraction bytesRead confidence z steps totalBytes relativeError"
-    ).split()
-    return {n: getattr(result, n) for n in names}
