@@ -470,15 +470,23 @@ class QbeastTable:
             An :class:`~qbeast_connect.approx.ApproxResult` (``rows()``, ``fraction``,
             ``bytesRead``, ``toPandas()``).
         """
+        from qbeast_connect.approx.bands import covered_fraction
         from qbeast_connect.approx.run import run_approx
 
         columns = self._sample_columns()
         files = self._qbeast.files
 
-        def read_band(low: float, high: float) -> tuple[DataFrame, int, int]:
+        candidates: list[ScanExplanation] = []
+
+        def read_band(low: float, high: float, widen: bool) -> tuple[DataFrame, float, int, int]:
             explanation = self._explain(where, high, from_fraction=low or None)
+            if widen and not candidates:  # the files that may hold matching rows, any weight
+                candidates.append(self._explain(where, None))
+            if widen:
+                opened = explanation.plan.files
+                high = covered_fraction(candidates[0].plan.files, opened, low, high)
             frame = self._dataframe(explanation, where, high, from_fraction=low)
-            return frame, explanation.selected_files, explanation.selected_bytes
+            return frame, high, explanation.selected_files, explanation.selected_bytes
 
         return run_approx(
             read_band,

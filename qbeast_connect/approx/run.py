@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = ["BandRead", "run_approx"]
 
-#: ``(from_fraction, to_fraction) -> (rows of that band matching the filter, files, bytes)``
-BandRead = Callable[[float, float], tuple["DataFrame", int, int]]
+#: ``(from_fraction, to_fraction, widen) -> (rows of the band matching the filter, the band's
+#: upper end as read, files, bytes)``. With ``widen`` the band may reach beyond
+#: ``to_fraction`` when the files it opens hold those rows anyway
+#: (:func:`qbeast_connect.approx.bands.covered_fraction`).
+BandRead = Callable[[float, float, bool], tuple["DataFrame", float, int, int]]
 
 
 def _columns_of(i: int, agg: Aggregate) -> list[Column]:
@@ -146,7 +149,7 @@ def run_approx(
     steps: list[Step] = []
     done_to = 0.0
     while True:
-        frame, files, size = read_band(done_to, to)
+        frame, to, files, size = read_band(done_to, to, fraction is None)
         band = _band_sums(frame, parsed, groups)
         merge_sums(held, band)
         steps.append(Step(done_to, to, size, files, sum(int(s["rows"] or 0) for _, s in band)))

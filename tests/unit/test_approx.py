@@ -20,9 +20,10 @@ from qbeast_connect.approx import (
     z_value,
 )
 from qbeast_connect.approx.aggregates import Aggregate
-from qbeast_connect.approx.bands import band_weight_sql
+from qbeast_connect.approx.bands import band_weight_sql, covered_fraction
 from qbeast_connect.approx.estimators import Sums, stat_names
 from qbeast_connect.exceptions import InvalidOptionError, QbeastError
+from qbeast_connect.model.block import Block, IndexFile
 from qbeast_connect.model.weight import weight_from_fraction
 
 Z95 = z_value(0.95)
@@ -256,3 +257,31 @@ def test_confidence_must_be_a_probability() -> None:
         z_value(1.0)
     assert z_value(0.95) == pytest.approx(1.959964, abs=1e-6)
     assert stat_names(Aggregate("count", (), "n"), 0) == ()
+
+
+def _file(path: str, *bands: tuple[float, float]) -> IndexFile:
+    blocks = [Block("", weight_from_fraction(lo), weight_from_fraction(hi), 10) for lo, hi in bands]
+    return IndexFile(path, 100, 0, 1, tuple(blocks))
+
+
+def test_a_band_read_reaches_as_far_as_the_files_it_opens() -> None:
+    top = _file("top", (0.0, 1 / 64))  # rows of weight fraction [0, 1/64)
+    second = _file("second", (1 / 64, 1 / 32))
+    rest = _file("rest", (1 / 32, 1.0))
+    files = [top, second, rest]
+    # asked for 1/1024, the top file holds every row up to 1/64: read up to there
+    reach = covered_fraction(files, [top], 0.0, 1 / 1024)
+    assert weight_from_fraction(reach) <= weight_from_fraction(1 / 64)
+    assert reach == pytest.approx(1 / 64, abs=1e-9)
+    # (the top file's block reaches weight(1/64) itself, so the band from 1/64 opens it too)
+    reach = covered_fraction(files, [top, second], 1 / 64, 1 / 40)
+    assert reach == pytest.approx(1 / 32, abs=1e-9)
+    # the unopened file's rows start below the asked end: no widening
+    assert covered_fraction(files, [top], 0.0, 1 / 32) == 1 / 32
+    # every candidate opened: the whole table
+    assert covered_fraction(files, files, 0.0, 0.001) == 1.0
+    # files already read (all below the band) do not limit it
+    assert covered_fraction(files, [rest], 0.04, 0.1) == 1.0
+    # a candidate without blocks may hold any weight
+    bare = IndexFile("bare", 1, 0, 1, ())
+    assert covered_fraction([top, bare], [top], 0.0, 0.001) == 0.001
