@@ -50,7 +50,8 @@ def _covered(
     by_key = {tuple(r[c] for c in group): r for r in exact}
     for row in approx_rows:
         want = float(by_key[tuple(row[c] for c in group)]["revenue"])
-        if not row["revenue_reliable"] or not row["revenue_low"] <= want <= row["revenue_high"]:
+        low, high = row["revenue_low"], row["revenue_high"]
+        if not row["revenue_reliable"] or not float(low) <= want <= float(high):
             return False
     return len(approx_rows) == len(exact)
 

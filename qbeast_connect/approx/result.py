@@ -182,7 +182,8 @@ def next_fraction(result: ApproxResult) -> float | None:
     reliable interval whose half-width is at most ``relativeError * |estimate|``, or when
     every row has been read. Otherwise the next fraction is the power of two at which the
     widest interval is predicted to be narrow enough (half-widths shrink like
-    ``sqrt((1 - p) / p)``), at least twice and at most 16 times the current one.
+    ``sqrt((1 - p) / p)``), at least twice and at most 16 times the current one; a
+    prediction of half the rows or more reads them all (exact).
     """
     if result.exact or result.relativeError is None:
         return None
@@ -202,7 +203,8 @@ def next_fraction(result: ApproxResult) -> float | None:
         return None
     needed = min(max(needed, 2.0 * p), _MAX_GROWTH * p)
     exponent = math.ceil(math.log2(needed) - 1e-12)
-    return 1.0 if exponent >= 0 else 2.0**exponent
+    # from half of the rows on, the rest costs about as much again: read it all, exactly
+    return 1.0 if exponent >= -1 else 2.0**exponent
 
 
 def first_fraction(total_rows: int, rows: int = 4096) -> float:

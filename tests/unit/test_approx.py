@@ -226,6 +226,8 @@ def test_next_fraction_reads_on_for_small_groups() -> None:
         ("small",): {**_sums(np.ones(5)), "max1": 1.0},
     }
     assert next_fraction(_result(groups, 1 / 64, 0.5)) == 1 / 4  # 16 times, the most a step grows
+    # from half of the rows on, everything is read
+    assert next_fraction(_result(groups, 1 / 16, 0.5)) == 1.0
 
 
 def test_first_fraction_reads_a_few_thousand_rows() -> None:
