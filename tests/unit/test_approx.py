@@ -287,3 +287,26 @@ def test_a_band_read_reaches_as_far_as_the_files_it_opens() -> None:
     # a candidate without blocks may hold any weight
     bare = IndexFile("bare", 1, 0, 1, ())
     assert covered_fraction([top, bare], [top], 0.0, 0.001) == 0.001
+
+
+def test_plan_of_a_weight_band_drops_only_files_below_it() -> None:
+    """On the qbeast-spark reference log: the root blocks' max weights are weight(0.0625) and
+    weight(0.125), so the band from 0.13 skips the two root files and keeps every file
+    holding deeper cubes (the band from 0.1 keeps the root file whose block reaches 0.125);
+    the band's files and the sample below it together are the larger sample's files."""
+    from qbeast_connect.model import QbeastSnapshot
+    from qbeast_connect.planning.file_planner import plan_files
+    from tests.unit.planning._helpers import fixture_log
+
+    configuration, adds = fixture_log()
+    snapshot = QbeastSnapshot.from_delta(configuration, adds, 1)
+    band = plan_files(snapshot, None, 0.5, from_fraction=0.13)
+    below = plan_files(snapshot, None, 0.13)
+    whole = plan_files(snapshot, None, 0.5)
+    roots = {p for p in whole.paths if p[:4] in ("155c", "ab01")}
+    assert len(roots) == 2
+    assert set(band.paths) == set(whole.paths) - roots
+    assert set(band.paths) | set(below.paths) == set(whole.paths)
+    assert band.weight_range == (weight_from_fraction(0.13), weight_from_fraction(0.5))
+    from_01 = plan_files(snapshot, None, 0.5, from_fraction=0.1)
+    assert {p[:4] for p in set(whole.paths) - set(from_01.paths)} == {"ab01"}
