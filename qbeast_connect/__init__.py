@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from qbeast_connect.approx import ApproxResult
 from qbeast_connect.exceptions import (
     CommitConflictError,
     CommitRetriesExhaustedError,
@@ -35,6 +36,7 @@ from qbeast_connect.writer_api import DataFrameQbeastWriter, WriteResult, write,
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApproxResult",
     "CommitConflictError",
     "CommitRetriesExhaustedError",
     "CorruptLogError",

@@ -54,10 +54,13 @@ from qbeast_connect.spark.snapshot import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.connect.session import SparkSession
     from pyspark.sql.types import StructType
 
+    from qbeast_connect.approx import ApproxResult
     from qbeast_connect.metrics import IndexMetrics
 
 
@@ -449,6 +452,68 @@ class QbeastTable:
         explanation = table._explain(where, fraction)
         return table._dataframe(explanation, where, fraction)
 
+    def approx(
+        self,
+        aggregates: str | Sequence[str],
+        where: Column | str | None = None,
+        groupBy: str | Sequence[str] | None = None,  # noqa: N803
+        relativeError: float | None = None,  # noqa: N803
+        confidence: float = 0.95,
+        fraction: float | None = None,
+        progress: Callable[[ApproxResult], object] | None = None,
+    ) -> ApproxResult:
+        """Approximate aggregates with confidence intervals, from a sample of the rows.
+
+        With ``relativeError`` the weight bands are read in increasing order (online
+        aggregation) until every estimate's interval is within that share of it; with
+        ``fraction`` that one sample is read. See docs/approx.md for the estimators.
+
+        Args:
+            aggregates: e.g. ``["sum(l_extendedprice) AS revenue", "count(*) AS n"]``;
+                ``count``, ``sum``, ``avg``, ``min``/``max`` (bounds seen) and
+                ``count(DISTINCT <the indexed columns>)``.
+            where: a filter (Column or SQL string).
+            groupBy: grouping column names.
+            relativeError: the interval half-width to reach, as a share of the estimate.
+            confidence: the intervals' confidence level.
+            fraction: the sample fraction to read instead.
+            progress: called with the partial :class:`ApproxResult` after every band.
+
+        Returns:
+            An :class:`~qbeast_connect.approx.ApproxResult` (``rows()``, ``fraction``,
+            ``bytesRead``, ``toPandas()``).
+        """
+        from qbeast_connect.approx.bands import covered_fraction
+        from qbeast_connect.approx.run import run_approx
+
+        columns = self._sample_columns()
+        files = self._qbeast.files
+
+        candidates: list[ScanExplanation] = []
+
+        def read_band(low: float, high: float, widen: bool) -> tuple[DataFrame, float, int, int]:
+            explanation = self._explain(where, high, from_fraction=low or None)
+            if widen and not candidates:  # the files that may hold matching rows, any weight
+                candidates.append(self._explain(where, None))
+            if widen:
+                opened = explanation.plan.files
+                high = covered_fraction(candidates[0].plan.files, opened, low, high)
+            frame = self._dataframe(explanation, where, high, from_fraction=low)
+            return frame, high, explanation.selected_files, explanation.selected_bytes
+
+        return run_approx(
+            read_band,
+            aggregates,
+            group_by=groupBy,
+            relative_error=relativeError,
+            confidence=confidence,
+            fraction=fraction,
+            progress=progress,
+            indexed_columns=columns,
+            total_rows=sum(f.num_records or f.element_count for f in files),
+            total_bytes=sum(f.size for f in files),
+        )
+
     def explainScan(  # noqa: N802
         self,
         where: Column | str | None = None,
@@ -472,7 +537,12 @@ class QbeastTable:
             return from_sql(where)
         return from_column(where)
 
-    def _explain(self, where: Column | str | None, fraction: float | None) -> ScanExplanation:
+    def _explain(
+        self,
+        where: Column | str | None,
+        fraction: float | None,
+        from_fraction: float | None = None,
+    ) -> ScanExplanation:
         if fraction is not None:
             fraction = validate_fraction(fraction)
         predicate = self._predicate(where)
@@ -483,10 +553,9 @@ class QbeastTable:
             file_stats=stats_by_path(self._state.adds),
             schema=self._state.schema_string or {},
             time_zone=None if predicate is None else self._session_time_zone(),
+            from_fraction=from_fraction,
         )
-        return ScanExplanation(
-            plan, tuple(self._absolute(p) for p in plan.paths), self._reader()
-        )
+        return ScanExplanation(plan, tuple(self._absolute(p) for p in plan.paths), self._reader())
 
     def _session_time_zone(self) -> str | None:
         """The time zone Spark reads zone-less timestamps in (None when unknown)."""
@@ -525,7 +594,11 @@ class QbeastTable:
         )
 
     def _dataframe(
-        self, explanation: ScanExplanation, where: Column | str | None, fraction: float | None
+        self,
+        explanation: ScanExplanation,
+        where: Column | str | None,
+        fraction: float | None,
+        from_fraction: float = 0.0,
     ) -> DataFrame:
         from pyspark.sql import functions as F
 
@@ -534,7 +607,11 @@ class QbeastTable:
             df = self._read_files(explanation.plan.paths)
         else:
             df = self._spark.createDataFrame([], schema)
-        if fraction is not None and fraction < 1.0:
+        if from_fraction > 0.0 and fraction is not None:
+            from qbeast_connect.approx.bands import band_weight_sql
+
+            df = df.filter(F.expr(band_weight_sql(self._sample_columns(), from_fraction, fraction)))
+        elif fraction is not None and fraction < 1.0:
             df = df.filter(F.expr(sample_weight_sql(self._sample_columns(), fraction)))
         if where is not None:
             df = df.filter(F.expr(where) if isinstance(where, str) else balanced_column(where))

@@ -469,6 +469,7 @@ def plan_files(
     file_stats: Mapping[str, Any] | None = None,
     schema: object = None,
     time_zone: str | None = "UTC",
+    from_fraction: float | None = None,
 ) -> ScanPlan:
     """Choose the files a read with this filter and sample fraction must open.
 
@@ -494,6 +495,9 @@ def plan_files(
             of their columns' types already (the caller bound them).
         time_zone: The session time zone of the Spark that filters the rows; timestamps
             are only compared with strings, dates or zone-less literals when it is UTC.
+        from_fraction: With ``fraction``, read only the weight band above this fraction:
+            rows of weight in ``[weight(from_fraction), weight(fraction))`` (the caller
+            filters the rows to that band too). Used by online aggregation.
 
     Returns:
         The plan.
@@ -503,6 +507,8 @@ def plan_files(
         MetadataFormatError: A block has an invalid cube id.
     """
     weight_range = None if fraction is None else weight_range_for_fraction(fraction)
+    if weight_range is not None and from_fraction is not None:
+        weight_range = (weight_from_fraction(validate_fraction(from_fraction)), weight_range[1])
     if predicate is not None and schema is not None:
         predicate = bind_for_pruning(predicate, column_types(schema), utc=is_utc(time_zone))
     dnf = None if predicate is None else to_dnf(predicate, max_terms=_MAX_DNF_TERMS)

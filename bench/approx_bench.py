@@ -1,0 +1,131 @@
+"""``QbeastTable.approx(relativeError=...)`` against the exact aggregate, side by side.
+
+Usage: QBEAST_BENCH_DIR=/tmp/qbeast-bench-approx python -m bench.approx_bench --sf 1 \
+    --runs 5 --out bench/approx_sf1.json
+
+Writes (once; reused when present) TPC-H lineitem indexed on l_shipdate, l_extendedprice,
+l_partkey, then times, interleaved in one session: the exact ``sum(l_extendedprice)`` (and a
+grouped variant) on plain parquet and on the qbeast table, and ``approx`` of the same with
+``relativeError``. Reports medians, ratios to plain parquet, the bytes approx read and
+whether its interval holds the exact answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import lineitem, machine, median
+
+COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
+QUERIES: dict[str, dict[str, Any]] = {
+    "sum": {"aggregates": ["sum(l_extendedprice) AS revenue"], "groupBy": None},
+    "grouped": {
+        "aggregates": ["sum(l_extendedprice) AS revenue", "count(*) AS n"],
+        "groupBy": ["l_returnflag", "l_linestatus"],
+    },
+}
+
+
+def _exact(frame: Any, query: dict[str, Any]) -> list[dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    exprs = [F.sum("l_extendedprice").alias("revenue"), F.count(F.lit(1)).alias("n")]
+    exprs = exprs[: len(query["aggregates"])]
+    group = query["groupBy"] or []
+    out = frame.groupBy(*group).agg(*exprs) if group else frame.agg(*exprs)
+    return [r.asDict() for r in out.collect()]
+
+
+def _covered(
+    approx_rows: list[dict[str, Any]], exact: list[dict[str, Any]], group: list[str]
+) -> bool:
+    by_key = {tuple(r[c] for c in group): r for r in exact}
+    for row in approx_rows:
+        want = float(by_key[tuple(row[c] for c in group)]["revenue"])
+        low, high = row["revenue_low"], row["revenue_high"]
+        if not row["revenue_reliable"] or not float(low) <= want <= float(high):
+            return False
+    return len(approx_rows) == len(exact)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument("--cube-size", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--relative-error", type=float, default=0.01)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+
+    import qbeast_connect as qc
+
+    out = Path(os.environ.get("QBEAST_BENCH_DIR", "/tmp/qbeast-bench-approx"))
+    path = out / f"approx_sf{args.sf:g}_{args.cube_size}"
+    source = lineitem(args.sf)
+    spark = qc.session(None, connect_timeout=None, retry_timeout=None)
+    try:
+        plain = spark.read.parquet(source)
+        if not (path / "_delta_log").exists():
+            t0 = time.perf_counter()
+            qc.write(plain, str(path), columnsToIndex=COLUMNS, cubeSize=args.cube_size)
+            print(f"write {time.perf_counter() - t0:.1f} s", flush=True)
+        table = qc.QbeastTable.forPath(spark, str(path))
+        report: dict[str, Any] = {
+            "machine": machine(),
+            "command": "python -m bench.approx_bench " + " ".join(sys.argv[1:]),
+            "queries": {},
+        }
+        for name, query in QUERIES.items():
+            group = query["groupBy"] or []
+            runs: dict[str, Any] = {
+                "exact on plain parquet": lambda q=query: _exact(plain, q),
+                "exact on the qbeast table": lambda q=query: _exact(table.toDF(), q),
+                f"approx(relativeError={args.relative_error})": lambda q=query: table.approx(
+                    q["aggregates"], groupBy=q["groupBy"], relativeError=args.relative_error
+                ),
+            }
+            answers = {k: make() for k, make in runs.items()}  # warm-up, and the answers
+            times: dict[str, list[float]] = {k: [] for k in runs}
+            for _ in range(args.runs):
+                for key, make in runs.items():
+                    t0 = time.perf_counter()
+                    make()
+                    times[key].append(time.perf_counter() - t0)
+            base = median(times["exact on plain parquet"])
+            approx = answers[f"approx(relativeError={args.relative_error})"]
+            entry: dict[str, Any] = {
+                k: {"median_s": round(median(v), 3), "ratio": round(median(v) / base, 3)}
+                for k, v in times.items()
+            }
+            entry["approx"] = {
+                "fraction": approx.fraction,
+                "steps": [[s.from_fraction, s.to_fraction, s.bytes_read] for s in approx.steps],
+                "bytes_read": approx.bytesRead,
+                "table_bytes": approx.totalBytes,
+                "bytes_share": round(approx.bytesRead / approx.totalBytes, 4),
+                "rows_read": approx.rowsRead,
+                "interval_holds_exact": _covered(
+                    approx.rows(), answers["exact on plain parquet"], group
+                ),
+                "speedup_vs_parquet": round(
+                    base / median(times[f"approx(relativeError={args.relative_error})"]), 2
+                ),
+            }
+            report["queries"][name] = entry
+            print(name, json.dumps(entry), flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=2, default=str) + "\n")
+    finally:
+        qc.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""``ApproxResult``: the answer of :meth:`QbeastTable.approx`, and when reading may stop."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from qbeast_connect.approx.aggregates import Aggregate
+from qbeast_connect.approx.estimators import (
+    MIN_RELIABLE,
+    Estimate,
+    Sums,
+    estimate,
+    inclusion_probability,
+)
+
+__all__ = ["ApproxResult", "Step", "first_fraction", "next_fraction"]
+
+_MAX_GROWTH = 16.0  # a step reads at most this many times the rows read so far
+_SAFETY = 1.3  # read a little more than the variance predicts
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One read of a weight band ``(from_fraction, to_fraction]``."""
+
+    from_fraction: float
+    to_fraction: float
+    bytes_read: int
+    files_read: int
+    rows_read: int
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is None, "" if v is None else v) for v in key)
+
+
+@dataclass(frozen=True)
+class ApproxResult:
+    """Estimates with confidence intervals, per group, from the weight bands read so far.
+
+    ``rows()`` gives one dict per group: the group columns, and for each aggregate alias
+    ``a`` the keys ``a`` (the estimate), ``a_low`` and ``a_high`` (the interval; None when
+    none is claimed) and ``a_reliable``. ``fraction`` is the sample fraction read (every
+    row whose weight is below ``weight(fraction)``), ``bytesRead`` the bytes of the files
+    opened for it (a file opened by two steps counts twice).
+    """
+
+    aggregates: tuple[Aggregate, ...]
+    group_by: tuple[str, ...]
+    groups: Mapping[tuple[Any, ...], Sums]
+    fraction: float
+    bytesRead: int  # noqa: N815 - PySpark-style public name
+    confidence: float
+    z: float
+    steps: tuple[Step, ...] = ()
+    totalBytes: int = 0  # noqa: N815
+    done: bool = True
+    relativeError: float | None = None  # noqa: N815
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def probability(self) -> float:
+        """The chance that any one row was read (1.0 when every row was)."""
+        return inclusion_probability(self.fraction)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every row was read, so every value is exact."""
+        return self.fraction >= 1.0
+
+    @property
+    def rowsRead(self) -> int:  # noqa: N802
+        """Rows read that match the filter."""
+        return sum(int(s.get("rows") or 0) for s in self.groups.values())
+
+    def estimates(self) -> dict[tuple[Any, ...], list[Estimate]]:
+        """Group key -> one :class:`Estimate` per aggregate, groups in key order."""
+        cached = self._cache.get("estimates")
+        if cached is None:
+            p = self.probability
+            cached = {
+                key: [
+                    estimate(agg, i, self.groups[key], p, self.z)
+                    for i, agg in enumerate(self.aggregates)
+                ]
+                for key in sorted(self.groups, key=_sort_key)
+            }
+            self._cache["estimates"] = cached
+        return dict(cached)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per group: group columns, then ``a``, ``a_low``, ``a_high``,
+        ``a_reliable`` per aggregate alias ``a``."""
+        out = []
+        for key, values in self.estimates().items():
+            row: dict[str, Any] = dict(zip(self.group_by, key, strict=True))
+            for agg, e in zip(self.aggregates, values, strict=True):
+                row[agg.alias] = e.value
+                row[agg.alias + "_low"] = e.low
+                row[agg.alias + "_high"] = e.high
+                row[agg.alias + "_reliable"] = e.reliable
+            out.append(row)
+        return out
+
+    def toPandas(self) -> Any:  # noqa: N802 - PySpark name
+        """The rows as a pandas DataFrame (one row per group)."""
+        import pandas as pd
+
+        columns = list(self.group_by)
+        for agg in self.aggregates:
+            columns += [agg.alias + s for s in ("", "_low", "_high", "_reliable")]
+        return pd.DataFrame(self.rows(), columns=columns)
+
+    def converged(self) -> bool:
+        """Whether every estimate is within ``relativeError`` (see :func:`next_fraction`)."""
+        return self.relativeError is not None and next_fraction(self) is None
+
+    def _repr_html_(self) -> str:
+        state = "exact" if self.exact else f"{self.confidence:.0%} intervals"
+        share = self.bytesRead / self.totalBytes if self.totalBytes else 0.0
+        head = (
+            f"<p>sample fraction {self.fraction:.6g} ({state}), {self.bytesRead:,} bytes read"
+            f" ({share:.1%} of the table) in {len(self.steps)} step(s)"
+            f"{'' if self.done else ', reading on…'}</p>"
+        )
+        cells = []
+        names = list(self.group_by) + [a.alias for a in self.aggregates]
+        for key, values in list(self.estimates().items())[:200]:
+            row = [html.escape(str(v)) for v in key]
+            for e in values:
+                row.append(_html_estimate(e))
+            cells.append("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+        header = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+        return (
+            f'<div class="qbeast-approx">{head}<table><tr>{header}</tr>'
+            + "".join(cells)
+            + "</table></div>"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ApproxResult(groups={len(self.groups)}, fraction={self.fraction:.6g}, "
+            f"bytesRead={self.bytesRead}, exact={self.exact})"
+        )
+
+
+def _html_estimate(e: Estimate) -> str:
+    if e.value is None:
+        return ""
+    text = html.escape(f"{e.value:.6g}" if isinstance(e.value, float) else str(e.value))
+    if e.reliable and e.half_width is not None and e.half_width > 0:
+        return f"{text} ± {e.half_width:.3g}"
+    if not e.reliable and e.low is None and e.high is None:
+        return f"{text} (too few rows)"
+    return text
+
+
+def _needed_probability(e: Estimate, p: float, target: float, rows: int) -> float:
+    """The inclusion probability at which ``e``'s half-width should reach ``target``."""
+    if not e.reliable:
+        # too few contributing rows: ask for enough of them, assuming they grow with p
+        have = max(rows, 1)
+        return min(1.0, p * max(2.0, MIN_RELIABLE * 1.5 / have))
+    half = e.half_width or 0.0
+    if half <= target:
+        return p
+    if target <= 0.0:
+        return 1.0
+    # half-width ~ sqrt((1 - p) / p): solve (1 - p') / p' = (target / half)^2 (1 - p) / p
+    c = (target / half) ** 2 * (1.0 - p) / p
+    return 1.0 / (1.0 + c / (_SAFETY * _SAFETY))
+
+
+def next_fraction(result: ApproxResult) -> float | None:
+    """The sample fraction to read next, or None when reading may stop.
+
+    Reading stops when every estimate (min/max aside: they are bounds, not estimates) has a
+    reliable interval whose half-width is at most ``relativeError * |estimate|``, or when
+    every row has been read. Otherwise the next fraction is the power of two at which the
+    widest interval is predicted to be narrow enough (half-widths shrink like
+    ``sqrt((1 - p) / p)``), at least twice and at most 16 times the current one; a
+    prediction of half the rows or more reads them all (exact).
+    """
+    if result.exact or result.relativeError is None:
+        return None
+    p = result.probability
+    needed = p
+    groups = result.estimates()
+    if not groups:  # nothing matched yet: read more to learn whether anything does
+        needed = 2.0 * p
+    for key, values in groups.items():
+        rows = int(result.groups[key].get("rows") or 0)
+        for agg, e in zip(result.aggregates, values, strict=True):
+            if agg.is_bound:
+                continue
+            target = result.relativeError * abs(float(e.value)) if e.value is not None else 0.0
+            needed = max(needed, _needed_probability(e, p, target, rows))
+    if needed <= p:
+        return None
+    needed = min(max(needed, 2.0 * p), _MAX_GROWTH * p)
+    exponent = math.ceil(math.log2(needed) - 1e-12)
+    # from half of the rows on, the rest costs about as much again: read it all, exactly
+    return 1.0 if exponent >= -1 else 2.0**exponent
+
+
+def first_fraction(total_rows: int, rows: int = 4096) -> float:
+    """The power of two at which about ``rows`` of ``total_rows`` are read (at most 1)."""
+    if total_rows <= rows:
+        return 1.0
+    return float(2.0 ** max(-30, math.floor(math.log2(rows / total_rows))))

@@ -1,0 +1,178 @@
+"""The Spark side of :meth:`QbeastTable.approx`: one aggregate query per weight band.
+
+Each step reads the rows of one weight band ``[weight(from), weight(to))`` (the files the
+index selects for that band, filtered to it) and computes, per group, the sums the
+estimators need (:func:`qbeast_connect.approx.estimators.stat_names`). Bands are disjoint, so
+a step adds its sums to those of the bands read before and no row is read twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from qbeast_connect.approx.aggregates import Aggregate, parse_aggregates
+from qbeast_connect.approx.estimators import Sums, merge_sums, stat_names, z_value
+from qbeast_connect.approx.result import ApproxResult, Step, first_fraction, next_fraction
+from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.planning.file_planner import validate_fraction
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["BandRead", "run_approx"]
+
+#: ``(from_fraction, to_fraction, widen) -> (rows of the band matching the filter, the band's
+#: upper end as read, files, bytes)``. With ``widen`` the band may reach beyond
+#: ``to_fraction`` when the files it opens hold those rows anyway
+#: (:func:`qbeast_connect.approx.bands.covered_fraction`).
+BandRead = Callable[[float, float, bool], tuple["DataFrame", float, int, int]]
+
+
+def _columns_of(i: int, agg: Aggregate) -> list[Column]:
+    from pyspark.sql import functions as F
+
+    names = stat_names(agg, i)
+    if agg.kind == "count":
+        return [F.count(F.col(agg.columns[0])).alias(names[0])] if names else []
+    if agg.kind in ("min", "max"):
+        fn = F.min if agg.kind == "min" else F.max
+        return [fn(F.col(agg.columns[0])).alias(names[0])]
+    if agg.kind == "count_distinct":
+        return [F.count_distinct(*[F.col(c) for c in agg.columns]).alias(names[0])]
+    col = F.col(agg.columns[0])
+    as_double = col.cast("double")
+    return [
+        F.count(col).alias(names[0]),
+        F.sum(F.when(col != 0, 1).otherwise(0)).alias(names[1]),
+        F.sum(col).alias(names[2]),
+        F.sum(as_double * as_double).alias(names[3]),
+    ]
+
+
+def _band_sums(
+    frame: DataFrame, aggregates: Sequence[Aggregate], group_by: Sequence[str]
+) -> list[tuple[tuple[Any, ...], Sums]]:
+    from pyspark.sql import functions as F
+
+    exprs = [F.count(F.lit(1)).alias("rows")]
+    for i, agg in enumerate(aggregates):
+        exprs.extend(_columns_of(i, agg))
+    grouped = frame.groupBy(*group_by).agg(*exprs) if group_by else frame.agg(*exprs)
+    out = []
+    for row in grouped.collect():
+        values = row.asDict()
+        key = tuple(values.pop(c) for c in group_by)
+        out.append((key, values))
+    return out
+
+
+def _check_distinct(aggregates: Sequence[Aggregate], indexed: Sequence[str]) -> None:
+    for agg in aggregates:
+        if agg.kind == "count_distinct" and set(agg.columns) != set(indexed):
+            raise InvalidOptionError(
+                f"cannot estimate {agg.alias!r} from a sample: a sample keeps rows, not "
+                "values, so the distinct values it shows say little about those it missed. "
+                f"Only count(DISTINCT {', '.join(indexed)}) (the indexed columns, whose rows "
+                "of one key share a weight and are kept or dropped together) is estimated; "
+                "for other columns read the whole table (fraction=1.0) or use Spark's "
+                "approx_count_distinct on table.read()"
+            )
+
+
+def _check_error(relative_error: object, fraction: object) -> tuple[float | None, float | None]:
+    if (relative_error is None) == (fraction is None):
+        raise InvalidOptionError(
+            "give approx() exactly one of relativeError (read until the intervals are that "
+            "narrow) and fraction (read that sample)"
+        )
+    if fraction is not None:
+        return None, validate_fraction(fraction)
+    if (
+        isinstance(relative_error, bool)
+        or not isinstance(relative_error, int | float | Decimal)
+        or not float(relative_error) > 0.0
+    ):
+        raise InvalidOptionError(
+            f"relativeError must be a positive number such as 0.01, got {relative_error!r}"
+        )
+    return float(relative_error), None
+
+
+def _group_names(group_by: str | Sequence[str] | None) -> tuple[str, ...]:
+    if group_by is None:
+        return ()
+    names = (group_by,) if isinstance(group_by, str) else tuple(group_by)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise InvalidOptionError(f"groupBy takes column names, got {group_by!r}")
+    return names
+
+
+def run_approx(
+    read_band: BandRead,
+    aggregates: str | Sequence[str],
+    *,
+    group_by: str | Sequence[str] | None,
+    relative_error: float | None,
+    confidence: float,
+    fraction: float | None,
+    progress: Callable[[ApproxResult], object] | None,
+    indexed_columns: Sequence[str],
+    total_rows: int,
+    total_bytes: int,
+) -> ApproxResult:
+    """Read weight bands until the estimates are precise enough, or the one sample asked.
+
+    Args:
+        read_band: reads one band (see :data:`BandRead`).
+        aggregates: the aggregate texts (see :mod:`qbeast_connect.approx.aggregates`).
+        group_by: grouping column names.
+        relative_error: stop when every interval's half-width is at most this share of its
+            estimate (online aggregation).
+        confidence: the intervals' confidence level.
+        fraction: read this sample in one step instead.
+        progress: called with the partial result after every step.
+        indexed_columns: the columns whose hash is the row weight.
+        total_rows: rows of the table (picks the first band).
+        total_bytes: bytes of the table (for the share shown).
+    """
+    groups = _group_names(group_by)
+    parsed = parse_aggregates(aggregates, groups)
+    _check_distinct(parsed, indexed_columns)
+    z = z_value(confidence)
+    relative_error, fraction = _check_error(relative_error, fraction)
+    to = fraction if fraction is not None else first_fraction(total_rows)
+    held: dict[tuple[Any, ...], Sums] = {}
+    steps: list[Step] = []
+    done_to = 0.0
+    while True:
+        frame, to, files, size = read_band(done_to, to, fraction is None)
+        band = _band_sums(frame, parsed, groups)
+        merge_sums(held, band)
+        steps.append(Step(done_to, to, size, files, sum(int(s["rows"] or 0) for _, s in band)))
+        done_to = to
+        result = ApproxResult(
+            aggregates=parsed,
+            group_by=groups,
+            groups={k: dict(v) for k, v in held.items()},
+            fraction=to,
+            bytesRead=sum(s.bytes_read for s in steps),
+            confidence=float(confidence),
+            z=z,
+            steps=tuple(steps),
+            totalBytes=total_bytes,
+            done=False,
+            relativeError=relative_error,
+        )
+        following = None if fraction is not None else next_fraction(result)
+        if following is None:
+            final = dataclasses.replace(result, done=True)
+            if progress is not None:
+                progress(final)
+            return final
+        if progress is not None:
+            progress(result)
+        to = following

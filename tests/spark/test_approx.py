@@ -1,0 +1,137 @@
+"""``QbeastTable.approx``: estimates from weight bands, checked against exact Spark answers."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+import qbeast_connect as qc
+from qbeast_connect.approx import ApproxResult
+from qbeast_connect.exceptions import InvalidOptionError
+
+N = 40_000
+AGGS = [
+    "count(*) AS n",
+    "sum(price) AS revenue",
+    "avg(x) AS mean_x",
+    "min(a) AS lo",
+    "max(a) AS hi",
+    "count(DISTINCT x, a) AS keys",
+]
+
+
+@pytest.fixture(scope="module")
+def table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    path = str(tmp_path_factory.mktemp("approx") / "t")
+    df = spark.range(0, N, numPartitions=2).selectExpr(
+        "id",
+        "cast(rand(5) * 1000 as double) as x",
+        "cast(id % 7000 as int) as a",
+        "concat('g', cast(id % 3 as string)) as g",
+        "cast(100 + rand(6) * 900 as decimal(15, 2)) as price",
+    )
+    qc.write(df, path, columnsToIndex="x,a", cubeSize=1000)
+    return qc.QbeastTable.forPath(spark, path), spark.read.format("parquet").load(path)
+
+
+def _exact(frame: Any, where: str | None) -> dict[str, dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    if where is not None:
+        frame = frame.filter(where)
+    rows = (
+        frame.groupBy("g")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum("price").alias("revenue"),
+            F.avg("x").alias("mean_x"),
+            F.min("a").alias("lo"),
+            F.max("a").alias("hi"),
+            F.count_distinct("x", "a").alias("keys"),
+        )
+        .collect()
+    )
+    return {r["g"]: r.asDict() for r in rows}
+
+
+def test_approx_of_the_whole_sample_is_the_exact_answer(table: tuple[Any, Any]) -> None:
+    t, plain = table
+    result = t.approx(AGGS, where="a < 5000", groupBy="g", fraction=1.0)
+    exact = _exact(plain, "a < 5000")
+    assert result.exact and result.fraction == 1.0
+    assert {r["g"] for r in result.rows()} == set(exact) == {"g0", "g1", "g2"}
+    for row in result.rows():
+        want = exact[row["g"]]
+        for alias in ("n", "revenue", "lo", "hi", "keys"):
+            assert row[alias] == want[alias], alias
+            assert row[alias + "_low"] == row[alias + "_high"] == want[alias]
+            assert row[alias + "_reliable"] is True
+        assert isinstance(row["revenue"], Decimal)
+        assert row["mean_x"] == pytest.approx(want["mean_x"], rel=1e-12)
+    assert sum(r["n"] for r in result.rows()) == plain.filter("a < 5000").count()
+
+
+def test_approx_bands_add_up_to_the_sample_they_cover(table: tuple[Any, Any]) -> None:
+    t, plain = table
+    seen: list[ApproxResult] = []
+    online = t.approx(
+        ["sum(price) AS revenue", "count(*) AS n"],
+        groupBy=["g"],
+        relativeError=0.05,
+        progress=seen.append,
+    )
+    # several bands were read, each starting where the previous ended, and reported
+    assert len(online.steps) >= 2 and online.done and online.converged()
+    assert online.fraction < 1.0, online.steps
+    assert [s.from_fraction for s in online.steps[1:]] == [s.to_fraction for s in online.steps[:-1]]
+    assert [r.fraction for r in seen] == [s.to_fraction for s in online.steps]
+    assert seen[-1] is not None and seen[-1].done and not any(r.done for r in seen[:-1])
+    # the sums over the bands equal one read of the sample they add up to
+    once = t.approx(
+        ["sum(price) AS revenue", "count(*) AS n"], groupBy="g", fraction=online.fraction
+    )
+    assert len(once.steps) == 1
+    assert once.groups.keys() == online.groups.keys()
+    for key, sums in once.groups.items():  # counts and decimal sums exact, squares in floats
+        assert online.groups[key]["rows"] == sums["rows"] and online.groups[key]["s0"] == sums["s0"]
+    for mine, theirs in zip(online.rows(), once.rows(), strict=True):
+        assert mine.keys() == theirs.keys()
+        for name, value in theirs.items():
+            if isinstance(value, float):
+                assert mine[name] == pytest.approx(value, rel=1e-12), name
+            else:
+                assert mine[name] == value, name
+    assert online.rowsRead == t.sample(online.fraction).count()
+    # every group's interval is narrow enough and holds the exact answer
+    exact = _exact(plain, None)
+    for row in online.rows():
+        assert row["revenue_reliable"]
+        half = (row["revenue_high"] - row["revenue_low"]) / 2
+        assert half <= 0.05 * abs(row["revenue"])
+        assert row["n_low"] <= exact[row["g"]]["n"] <= row["n_high"]
+    assert online.bytesRead == sum(s.bytes_read for s in online.steps)
+    assert online.bytesRead < online.totalBytes
+
+
+def test_approx_relative_error_reads_a_small_share_of_the_bytes(table: tuple[Any, Any]) -> None:
+    t, plain = table
+    result = t.approx("sum(price) AS revenue", relativeError=0.05)
+    exact = float(plain.selectExpr("sum(price)").first()[0])
+    (row,) = result.rows()
+    assert row["revenue_low"] <= exact <= row["revenue_high"]
+    assert abs(row["revenue"] - exact) <= 0.05 * exact
+    # about 2,000 rows of 40,000 suffice (the band read is a sixteenth of the table)
+    assert result.fraction <= 1 / 8
+    assert result.bytesRead <= 0.25 * result.totalBytes
+
+
+def test_approx_refuses_what_it_cannot_estimate(table: tuple[Any, Any]) -> None:
+    t, _ = table
+    with pytest.raises(InvalidOptionError, match="count\\(DISTINCT x, a\\)"):
+        t.approx("count(DISTINCT g)", fraction=0.5)
+    with pytest.raises(InvalidOptionError, match="exactly one of relativeError"):
+        t.approx("count(*)")
+    with pytest.raises(InvalidOptionError, match="supports count, sum, avg"):
+        t.approx("median(x)", fraction=0.5)

@@ -1,0 +1,312 @@
+"""The pure part of approximate answers: parsing, estimators, intervals, the schedule."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pytest
+
+from qbeast_connect.approx import (
+    MIN_RELIABLE,
+    ApproxResult,
+    estimate,
+    first_fraction,
+    inclusion_probability,
+    merge_sums,
+    next_fraction,
+    parse_aggregates,
+    z_value,
+)
+from qbeast_connect.approx.aggregates import Aggregate
+from qbeast_connect.approx.bands import band_weight_sql, covered_fraction
+from qbeast_connect.approx.estimators import Sums, stat_names
+from qbeast_connect.exceptions import InvalidOptionError, QbeastError
+from qbeast_connect.model.block import Block, IndexFile
+from qbeast_connect.model.weight import weight_from_fraction
+
+Z95 = z_value(0.95)
+
+
+def test_parse_aggregates_reads_aliases_and_defaults() -> None:
+    parsed = parse_aggregates(
+        [
+            "sum(l_extendedprice) AS revenue",
+            "count(*) AS n",
+            "avg(x) a",
+            "MAX(`odd col`)",
+            "count(DISTINCT a, b)",
+            "count(y)",
+        ]
+    )
+    assert parsed == (
+        Aggregate("sum", ("l_extendedprice",), "revenue"),
+        Aggregate("count", (), "n"),
+        Aggregate("avg", ("x",), "a"),
+        Aggregate("max", ("odd col",), "max(odd col)"),
+        Aggregate("count_distinct", ("a", "b"), "count(DISTINCT a, b)"),
+        Aggregate("count", ("y",), "count(y)"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("texts", "message"),
+    [
+        (["median(x)"], "supports count, sum"),
+        (["sum(x + 1)"], "not a column"),
+        (["sum(x) AS a", "count(*) AS a"], "used twice"),
+        (["sum(x) AS a", "count(*) AS a_low"], "used twice"),
+        (["sum(DISTINCT x)"], "only count takes DISTINCT"),
+        (["sum(a, b)"], "takes one column"),
+        ([], "at least one"),
+        (["sum x"], "cannot parse"),
+    ],
+)
+def test_parse_aggregates_refuses_what_it_cannot_estimate(texts: list[str], message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=message) as info:
+        parse_aggregates(texts)
+    assert isinstance(info.value, QbeastError)
+
+
+def test_group_column_and_alias_collide() -> None:
+    with pytest.raises(InvalidOptionError, match="used twice"):
+        parse_aggregates("count(*) AS g", ["g"])
+
+
+def test_inclusion_probability_is_the_share_of_weights_below_the_threshold() -> None:
+    assert inclusion_probability(1.0) == 1.0
+    for f in (1 / 1024, 0.1, 0.5):
+        w = weight_from_fraction(f)
+        assert inclusion_probability(f) == (w + 2**31) / 2**32
+        assert inclusion_probability(f) == pytest.approx(f, abs=1e-9)
+
+
+def test_band_filter_is_the_difference_of_two_samples() -> None:
+    lo, hi = weight_from_fraction(0.25), weight_from_fraction(0.5)
+    assert band_weight_sql(["a", "b c"], 0.25, 0.5) == (
+        f"hash(`a`, `b c`) >= {lo} AND hash(`a`, `b c`) < {hi}"
+    )
+    assert band_weight_sql(["a"], 0.0, 0.5) == f"hash(`a`) < {hi}"
+    assert band_weight_sql(["a"], 0.5, 1.0) == f"hash(`a`) >= {hi}"
+
+
+def _sums(agg_values: np.ndarray) -> Sums:
+    x = agg_values
+    return {
+        "rows": len(x),
+        "n0": len(x),
+        "nz0": int(np.count_nonzero(x)),
+        "s0": float(x.sum()),
+        "q0": float((x * x).sum()),
+    }
+
+
+def test_estimators_follow_horvitz_thompson() -> None:
+    x = np.arange(1, 101, dtype=float)  # 100 sampled values
+    sums = _sums(x)
+    p = 0.1
+    s, q = x.sum(), (x * x).sum()
+    total = estimate(Aggregate("sum", ("x",), "t"), 0, sums, p, Z95)
+    assert total.value == pytest.approx(s / p)
+    half = Z95 * np.sqrt((1 - p) / p**2 * q)
+    assert (total.low, total.high) == pytest.approx((s / p - half, s / p + half))
+    count = estimate(Aggregate("count", (), "n"), 0, sums, p, Z95)
+    assert count.value == pytest.approx(1000)
+    assert count.half_width == pytest.approx(Z95 * np.sqrt((1 - p) / p**2 * 100))
+    mean = estimate(Aggregate("avg", ("x",), "m"), 0, sums, p, Z95)
+    r = s / 100
+    var = (1 - p) * ((x - r) ** 2).sum() / 100**2
+    assert mean.value == pytest.approx(50.5)
+    assert mean.half_width == pytest.approx(Z95 * np.sqrt(var))
+
+
+def test_a_full_read_is_exact_and_keeps_the_sum_type() -> None:
+    sums: Sums = {"rows": 3, "n0": 3, "nz0": 3, "s0": Decimal("6.50"), "q0": 15.0, "min1": 1}
+    aggs = [Aggregate("sum", ("x",), "t"), Aggregate("min", ("y",), "lo")]
+    total = estimate(aggs[0], 0, sums, 1.0, Z95)
+    assert (total.value, total.low, total.high, total.reliable) == (
+        Decimal("6.50"),
+        Decimal("6.50"),
+        Decimal("6.50"),
+        True,
+    )
+    assert estimate(aggs[1], 1, sums, 1.0, Z95).reliable
+
+
+def test_small_groups_get_no_interval() -> None:
+    small = _sums(np.arange(1, MIN_RELIABLE, dtype=float))  # 29 values
+    for kind in ("sum", "avg", "count"):
+        e = estimate(Aggregate(kind, ("x",), "a"), 0, small, 0.1, Z95)
+        assert e.value is not None and not e.reliable and e.low is None and e.high is None
+    # a sum of mostly zeros: 100 rows but 5 non-zero values
+    sparse = _sums(np.array([0.0] * 95 + [1000.0] * 5))
+    e = estimate(Aggregate("sum", ("x",), "a"), 0, sparse, 0.1, Z95)
+    assert not e.reliable and e.low is None
+
+
+def test_min_and_max_are_one_sided_bounds() -> None:
+    sums: Sums = {"rows": 100, "min0": 3, "max1": 9}
+    lo = estimate(Aggregate("min", ("x",), "lo"), 0, sums, 0.1, Z95)
+    hi = estimate(Aggregate("max", ("x",), "hi"), 1, sums, 0.1, Z95)
+    assert (lo.value, lo.low, lo.high, lo.reliable) == (3, None, 3, False)
+    assert (hi.value, hi.low, hi.high, hi.reliable) == (9, 9, None, False)
+
+
+def test_band_sums_add_up_to_the_sums_of_their_union() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(10, 3, 1000)
+    g = rng.integers(0, 3, 1000)
+    band = rng.integers(0, 2, 1000)
+    held: dict[Any, Sums] = {}
+    for b in (0, 1):
+        part = [
+            ((k,), {**_sums(x[(g == k) & (band == b)]), "min1": x[(g == k) & (band == b)].min()})
+            for k in range(3)
+        ]
+        merge_sums(held, part)
+    for k in range(3):
+        whole = {**_sums(x[g == k]), "min1": x[g == k].min()}
+        assert held[(k,)].keys() == whole.keys()
+        for name in whole:
+            assert held[(k,)][name] == pytest.approx(whole[name])
+
+
+def _coverage(kind: str, population: np.ndarray, p: float, trials: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    truth = {"sum": population.sum(), "count": len(population), "avg": population.mean()}[kind]
+    agg = Aggregate(kind, ("x",), "a")
+    hits = 0
+    for _ in range(trials):
+        e = estimate(agg, 0, _sums(population[rng.random(len(population)) < p]), p, Z95)
+        assert e.reliable
+        hits += e.low <= truth <= e.high
+    return hits / trials
+
+
+@pytest.mark.parametrize("kind", ["sum", "count", "avg"])
+def test_intervals_cover_the_truth_95_percent_of_the_time(kind: str) -> None:
+    """Simulated Bernoulli samples of a skewed population: the 95% intervals cover."""
+    population = np.random.default_rng(7).lognormal(3.0, 0.8, 20_000)
+    coverage = _coverage(kind, population, 0.02, 400, seed=11)
+    assert 0.92 <= coverage <= 0.98, coverage
+
+
+def _result(groups: dict[Any, Sums], fraction: float, error: float | None) -> ApproxResult:
+    aggs = (Aggregate("sum", ("x",), "t"), Aggregate("max", ("x",), "hi"))
+    return ApproxResult(
+        aggregates=aggs,
+        group_by=("g",),
+        groups=groups,
+        fraction=fraction,
+        bytesRead=10,
+        confidence=0.95,
+        z=Z95,
+        totalBytes=100,
+        relativeError=error,
+    )
+
+
+def test_next_fraction_stops_when_every_interval_is_narrow_enough() -> None:
+    x = np.full(10_000, 5.0) + np.arange(10_000) % 3
+    groups = {("a",): {**_sums(x), "max1": 7.0}}
+    wide = _result(groups, 1 / 1024, 0.0001)
+    nxt = next_fraction(wide)
+    assert nxt is not None and 2 / 1024 <= nxt <= 16 / 1024
+    assert np.log2(nxt) == int(np.log2(nxt))  # a power of two
+    narrow = _result(groups, 1 / 1024, 0.5)
+    assert next_fraction(narrow) is None and narrow.converged()
+    assert next_fraction(_result(groups, 1.0, 0.0001)) is None  # everything read: exact
+    assert next_fraction(_result(groups, 0.25, None)) is None  # a fixed fraction
+
+
+def test_next_fraction_reads_on_for_small_groups() -> None:
+    groups = {
+        ("big",): {**_sums(np.ones(5000)), "max1": 1.0},
+        ("small",): {**_sums(np.ones(5)), "max1": 1.0},
+    }
+    assert next_fraction(_result(groups, 1 / 64, 0.5)) == 1 / 4  # 16 times, the most a step grows
+    # from half of the rows on, everything is read
+    assert next_fraction(_result(groups, 1 / 16, 0.5)) == 1.0
+
+
+def test_first_fraction_reads_a_few_thousand_rows() -> None:
+    assert first_fraction(1000) == 1.0
+    assert first_fraction(6_000_000) == 2.0**-11
+    assert 4096 / 2 <= first_fraction(6_000_000) * 6_000_000 <= 4096
+
+
+def test_result_rows_pandas_and_html() -> None:
+    groups = {
+        ("b",): {**_sums(np.ones(100)), "max1": 1.0},
+        ("a",): {**_sums(np.full(10, 2.0)), "max1": 2.0},
+    }
+    result = _result(groups, 0.5, None)
+    rows = result.rows()
+    assert [r["g"] for r in rows] == ["a", "b"]
+    keys = ["g", "t", "t_low", "t_high", "t_reliable", "hi", "hi_low", "hi_high", "hi_reliable"]
+    assert list(rows[1]) == keys
+    assert rows[1]["t"] == pytest.approx(200.0) and rows[1]["t_reliable"]
+    assert rows[0]["t_low"] is None and not rows[0]["t_reliable"]
+    frame = result.toPandas()
+    assert list(frame["g"]) == ["a", "b"] and frame.shape == (2, 9)
+    page = result._repr_html_()
+    assert "too few rows" in page and "±" in page and "10 bytes read" in page
+
+
+def test_confidence_must_be_a_probability() -> None:
+    with pytest.raises(InvalidOptionError, match="confidence"):
+        z_value(1.0)
+    assert z_value(0.95) == pytest.approx(1.959964, abs=1e-6)
+    assert stat_names(Aggregate("count", (), "n"), 0) == ()
+
+
+def _file(path: str, *bands: tuple[float, float]) -> IndexFile:
+    blocks = [Block("", weight_from_fraction(lo), weight_from_fraction(hi), 10) for lo, hi in bands]
+    return IndexFile(path, 100, 0, 1, tuple(blocks))
+
+
+def test_a_band_read_reaches_as_far_as_the_files_it_opens() -> None:
+    top = _file("top", (0.0, 1 / 64))  # rows of weight fraction [0, 1/64)
+    second = _file("second", (1 / 64, 1 / 32))
+    rest = _file("rest", (1 / 32, 1.0))
+    files = [top, second, rest]
+    # asked for 1/1024, the top file holds every row up to 1/64: read up to there
+    reach = covered_fraction(files, [top], 0.0, 1 / 1024)
+    assert weight_from_fraction(reach) <= weight_from_fraction(1 / 64)
+    assert reach == pytest.approx(1 / 64, abs=1e-9)
+    # (the top file's block reaches weight(1/64) itself, so the band from 1/64 opens it too)
+    reach = covered_fraction(files, [top, second], 1 / 64, 1 / 40)
+    assert reach == pytest.approx(1 / 32, abs=1e-9)
+    # the unopened file's rows start below the asked end: no widening
+    assert covered_fraction(files, [top], 0.0, 1 / 32) == 1 / 32
+    # every candidate opened: the whole table
+    assert covered_fraction(files, files, 0.0, 0.001) == 1.0
+    # files already read (all below the band) do not limit it
+    assert covered_fraction(files, [rest], 0.04, 0.1) == 1.0
+    # a candidate without blocks may hold any weight
+    bare = IndexFile("bare", 1, 0, 1, ())
+    assert covered_fraction([top, bare], [top], 0.0, 0.001) == 0.001
+
+
+def test_plan_of_a_weight_band_drops_only_files_below_it() -> None:
+    """On the qbeast-spark reference log: the root blocks' max weights are weight(0.0625) and
+    weight(0.125), so the band from 0.13 skips the two root files and keeps every file
+    holding deeper cubes (the band from 0.1 keeps the root file whose block reaches 0.125);
+    the band's files and the sample below it together are the larger sample's files."""
+    from qbeast_connect.model import QbeastSnapshot
+    from qbeast_connect.planning.file_planner import plan_files
+    from tests.unit.planning._helpers import fixture_log
+
+    configuration, adds = fixture_log()
+    snapshot = QbeastSnapshot.from_delta(configuration, adds, 1)
+    band = plan_files(snapshot, None, 0.5, from_fraction=0.13)
+    below = plan_files(snapshot, None, 0.13)
+    whole = plan_files(snapshot, None, 0.5)
+    roots = {p for p in whole.paths if p[:4] in ("155c", "ab01")}
+    assert len(roots) == 2
+    assert set(band.paths) == set(whole.paths) - roots
+    assert set(band.paths) | set(below.paths) == set(whole.paths)
+    assert band.weight_range == (weight_from_fraction(0.13), weight_from_fraction(0.5))
+    from_01 = plan_files(snapshot, None, 0.5, from_fraction=0.1)
+    assert {p[:4] for p in set(whole.paths) - set(from_01.paths)} == {"ab01"}
