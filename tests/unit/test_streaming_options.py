@@ -1,0 +1,32 @@
+"""The streaming batch writer checks its options on the client, before a query starts."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import qbeast_connect as qc
+from qbeast_connect.streaming import QbeastBatchWriter
+
+
+def test_batch_writer_refuses_options_it_sets_itself() -> None:
+    with pytest.raises(qc.InvalidOptionError, match="txnVersion"):
+        qc.qbeast_batch_writer("/tmp/t", txnAppId="a", txnVersion=3)
+    with pytest.raises(qc.InvalidOptionError, match="mode"):
+        qc.qbeast_batch_writer("/tmp/t", txnAppId="a", mode="overwrite")
+    with pytest.raises(qc.InvalidOptionError, match="exactly one"):
+        qc.qbeast_batch_writer("/tmp/t", columnsToIndex="x")
+    with pytest.raises(qc.InvalidOptionError, match="exactly one"):
+        qc.qbeast_batch_writer("/tmp/t", txnAppId="a", checkpointLocation="/tmp/c")
+    with pytest.raises(qc.InvalidOptionError, match="unknown option"):
+        qc.qbeast_batch_writer("/tmp/t", txnAppId="a", cubesize_typo=3)
+
+
+def test_batch_writer_pickles_with_its_options() -> None:
+    func = qc.qbeast_batch_writer("/tmp/t", checkpointLocation="/tmp/c", columnsToIndex="x,y")
+    copy = pickle.loads(pickle.dumps(func))
+    assert isinstance(copy, QbeastBatchWriter)
+    assert (copy.path, copy.checkpoint_location, copy.app_id) == ("/tmp/t", "/tmp/c", None)
+    assert copy.options.columns_to_index == "x,y"
+    assert copy.options.txn_version is None
