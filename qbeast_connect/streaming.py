@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.exceptions import InvalidOptionError, PluginUnavailableError
 from qbeast_connect.options import WriteOptions, parse_write_options
 from qbeast_connect.spark.write import run_write
 from qbeast_connect.write_plan import WriteResult
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["QbeastBatchWriter", "qbeast_batch_writer", "query_id_of_checkpoint", "write_stream"]
+
+#: The package the ``foreachBatch`` process imports to unpickle the batch writer.
+_PACKAGE = "qbeast_connect"
 
 #: Options the batch writer sets itself, per batch.
 _RESERVED = ("txnversion", "mode")
@@ -214,6 +217,11 @@ def write_stream(
 
     Returns:
         The started ``StreamingQuery``.
+
+    Raises:
+        InvalidOptionError: as for :func:`qbeast_batch_writer`.
+        PluginUnavailableError: the server's ``foreachBatch`` process cannot import
+            qbeast-connect (a stock server that got the plugin as a session artifact).
     """
     func = qbeast_batch_writer(path, checkpointLocation=checkpointLocation, **options)
     writer = df.writeStream.option("checkpointLocation", checkpointLocation).foreachBatch(func)
@@ -221,4 +229,14 @@ def write_stream(
         writer = writer.queryName(queryName)
     if trigger:
         writer = writer.trigger(**trigger)
-    return writer.start()
+    try:
+        return writer.start()
+    except Exception as error:
+        if f"No module named '{_PACKAGE}'" in str(error):
+            raise PluginUnavailableError(
+                f"the server's foreachBatch process cannot import {_PACKAGE}: a plugin shipped "
+                "to a server as a session artifact reaches Spark's tasks, not that process; "
+                "install qbeast-connect in the server's Python environment to stream into "
+                "qbeast tables (docs/streaming.md)"
+            ) from None
+        raise

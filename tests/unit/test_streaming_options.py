@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -30,3 +32,22 @@ def test_batch_writer_pickles_with_its_options() -> None:
     assert (copy.path, copy.checkpoint_location, copy.app_id) == ("/tmp/t", "/tmp/c", None)
     assert copy.options.columns_to_index == "x,y"
     assert copy.options.txn_version is None
+
+
+class _FailingStart:
+    """Stands for ``df.writeStream`` on a server whose foreachBatch process lacks the package."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+    def start(self) -> None:
+        raise RuntimeError(
+            "[STREAMING_PYTHON_RUNNER_INITIALIZATION_FAILURE] Streaming Runner initialization "
+            "failed, returned -2. Cause: ModuleNotFoundError: No module named 'qbeast_connect'"
+        )
+
+
+def test_write_stream_names_the_server_install_when_foreach_batch_cannot_import_it() -> None:
+    df = SimpleNamespace(writeStream=_FailingStart())
+    with pytest.raises(qc.PluginUnavailableError, match="install qbeast-connect in the server"):
+        qc.write_stream(df, "/tmp/t", checkpointLocation="/tmp/c")  # type: ignore[arg-type]
