@@ -51,3 +51,16 @@ def test_write_stream_names_the_server_install_when_foreach_batch_cannot_import_
     df = SimpleNamespace(writeStream=_FailingStart())
     with pytest.raises(qc.PluginUnavailableError, match="install qbeast-connect in the server"):
         qc.write_stream(df, "/tmp/t", checkpointLocation="/tmp/c")  # type: ignore[arg-type]
+
+
+def test_batch_dataframe_is_released_by_the_server_not_by_its_finaliser() -> None:
+    from pyspark.sql.connect.plan import CachedRemoteRelation
+
+    from qbeast_connect.streaming import leave_release_to_server
+
+    plan = CachedRemoteRelation("batch-df-id", None)  # type: ignore[arg-type]
+    leave_release_to_server(SimpleNamespace(_plan=plan))  # type: ignore[arg-type]
+    assert plan._relation_id is None  # the finaliser then sends no release call
+    other = SimpleNamespace(_plan=SimpleNamespace(_relation_id="kept"))
+    leave_release_to_server(other)  # type: ignore[arg-type]
+    assert other._plan._relation_id == "kept"  # only a batch's cached relation is touched
