@@ -77,9 +77,10 @@ def leave_release_to_server(batch_df: DataFrame) -> None:
     The server caches each batch under an id and drops it itself once the function
     returns. PySpark's finalizer of such a DataFrame sends a release RPC of its own, with
     no deadline, from whatever point the object is freed; in the ``foreachBatch`` worker
-    that is between the function's return and its answer to the server, and we saw that
-    call never return (the query then waits forever; SPARK-58846 bounds it). Clearing the
-    id makes the finalizer skip the call; nothing else uses the batch afterwards.
+    that is between the function's return and its answer to the server. Twice in our
+    tests the worker stopped there, after the server had logged the release, and the query
+    waited for ever (SPARK-58846 adds the deadline). Clearing the id makes the finalizer
+    skip the call; nothing else uses the batch afterwards.
     """
     plan = getattr(batch_df, "_plan", None)
     if type(plan).__name__ == "CachedRemoteRelation" and hasattr(plan, "_relation_id"):
