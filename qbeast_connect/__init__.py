@@ -30,6 +30,7 @@ from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
 from qbeast_connect.spark.quantiles import computeQuantilesForColumn
 from qbeast_connect.spark.session import session, stop
 from qbeast_connect.spark.storage_options import set_storage_options
+from qbeast_connect.streaming import qbeast_batch_writer, write_stream
 from qbeast_connect.table import QbeastTable, ScanExplanation
 from qbeast_connect.writer_api import DataFrameQbeastWriter, WriteResult, write, writer
 
@@ -64,10 +65,12 @@ __all__ = [
     "__version__",
     "computeQuantilesForColumn",
     "convertToQbeast",
+    "qbeast_batch_writer",
     "session",
     "set_progress",
     "set_storage_options",
     "stop",
     "write",
+    "write_stream",
     "writer",
 ]

@@ -69,6 +69,7 @@ LAYER_RULES: dict[str, int] = {
     "qbeast_connect.approx.run.*": API,
     "qbeast_connect.viz.*": API,
     "qbeast_connect.writer_api.*": API,
+    "qbeast_connect.streaming.*": API,
     "qbeast_connect.timeline.fact.*": API,
     "qbeast_connect.timeline.writer.*": API,
     # 6. apps
