@@ -17,6 +17,10 @@ execution. A call that runs out of time fails with ``DEADLINE_EXCEEDED``; the se
 reattaching, so a long query goes on) within its retry budget and then raises
 :class:`~qbeast_connect.exceptions.ServerUnavailableError` naming this timeout.
 
+One call is left without a deadline: a query whose client turned reattachment off
+(``spark.client.disable_reattachable_execute()``). Its single stream lasts as long as the
+query, so a deadline would cut long queries short, and retrying it would run it again.
+
 Setting: ``session(..., call_timeout=)`` or the environment variable
 ``QBEAST_CONNECT_CALL_TIMEOUT`` (seconds, default 180).
 """
@@ -71,6 +75,8 @@ class CallDeadlines(_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream):  # 
     def intercept_unary_stream(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
+        if _unbounded_execution(client_call_details, request):
+            return continuation(client_call_details, request)
         return continuation(self.bounded(client_call_details), request)
 
     def intercept_stream_unary(
@@ -82,3 +88,15 @@ class CallDeadlines(_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream):  # 
         self, continuation: Callable[..., Any], client_call_details: Any, request_iterator: Any
     ) -> Any:
         return continuation(self.bounded(client_call_details), request_iterator)
+
+
+def _unbounded_execution(details: Any, request: Any) -> bool:
+    """Whether the call is a query run without reattachment (a client that called
+    ``disable_reattachable_execute()``): its one stream lasts as long as the query, so a
+    deadline would cut long queries short, and a retry would run the query again."""
+    if not str(getattr(details, "method", "")).endswith("/ExecutePlan"):
+        return False
+    options = getattr(request, "request_options", ())
+    return not any(
+        o.HasField("reattach_options") and o.reattach_options.reattachable for o in options
+    )

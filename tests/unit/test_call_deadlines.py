@@ -141,3 +141,23 @@ def test_call_timeout_comes_from_the_argument_then_the_environment(
     monkeypatch.setenv(CALL_TIMEOUT_ENV, "42")
     assert call_timeout() == 42.0
     assert call_timeout(3) == 3.0
+
+
+def test_a_query_without_reattachment_keeps_no_deadline() -> None:
+    """Its one stream lasts as long as the query: a deadline would cut it short."""
+    import pyspark.sql.connect.proto as pb2
+
+    interceptor = CallDeadlines(7.5)
+    seen: list[Any] = []
+    details = _Details(None)
+    details.method = "/spark.connect.SparkConnectService/ExecutePlan"
+    plain = pb2.ExecutePlanRequest(session_id="s")
+    reattachable = pb2.ExecutePlanRequest(session_id="s")
+    reattachable.request_options.append(
+        pb2.ExecutePlanRequest.RequestOption(
+            reattach_options=pb2.ReattachOptions(reattachable=True)
+        )
+    )
+    for request in (plain, reattachable):
+        interceptor.intercept_unary_stream(lambda d, r: seen.append(d), details, request)
+    assert [d.timeout for d in seen] == [None, 7.5]
