@@ -15,7 +15,9 @@ import qbeast_connect as qc
 from qbeast_connect.spark.server import LocalConnectServer
 from tests.spark.helpers import live_adds, log_actions
 
-pytestmark = pytest.mark.slow
+# its subprocesses are given up to 15 minutes each (pip installs, several clients): more
+# than the suite's 5-minute limit per test (pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 APPENDS = 25
 ROWS = 7

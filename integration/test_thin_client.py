@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# its subprocesses are given up to 15 minutes each (pip installs, several clients): more
+# than the suite's 5-minute limit per test (pyproject.toml)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[1]
 # the ``client`` extra: what docs/remote.md tells thin clients to install

@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,9 +75,26 @@ def module_file(root: Path, module: str) -> Path | None:
     return None
 
 
+#: The fields of a statement that hold nested statements. Imports are statements, and an
+#: expression never holds a statement, so the walk skips every expression.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement of ``tree``, at any depth (in functions, branches, ``try``...)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in _STATEMENT_FIELDS:
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                todo.extend(c for c in children if isinstance(c, ast.AST))
+
+
 def _imported_names(tree: ast.AST, module: str, is_package: bool) -> Iterable[str]:
     """Every module name an ``import`` statement of ``tree`` may load."""
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name

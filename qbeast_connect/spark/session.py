@@ -26,6 +26,7 @@ def session(
     *,
     connect_timeout: float | None = None,
     retry_timeout: float | None = None,
+    call_timeout: float | None = None,
     **conf: str,
 ) -> SparkSession:
     """Return a Spark Connect session with the qbeast server plugin available.
@@ -39,6 +40,9 @@ def session(
         retry_timeout: seconds any later call keeps retrying after the server stopped
             answering, before it raises ``ServerUnavailableError`` (default
             ``QBEAST_CONNECT_RETRY_TIMEOUT``, else 60). See ``spark/timeouts.py``.
+        call_timeout: the deadline of each call to the server, so that a server that
+            accepts a call and never answers it cannot hold the client for ever (default
+            ``QBEAST_CONNECT_CALL_TIMEOUT``, else 180). See ``spark/deadlines.py``.
         **conf: Spark settings. For an embedded server they are passed at start-up, so
             static settings work too; for a remote server they are set on the session.
 
@@ -49,7 +53,8 @@ def session(
     Raises:
         JavaNotFoundError: an embedded server was needed and no Java runtime was found.
         PluginUnavailableError: the server cannot import the qbeast server plugin.
-        ServerUnavailableError: the server did not answer within ``connect_timeout``.
+        ServerUnavailableError: the server did not answer within ``connect_timeout``
+            (later calls raise it when their server is gone or leaves a call unanswered).
         InvalidOptionError: a timeout is not a positive number of seconds.
 
     Example:
@@ -60,6 +65,7 @@ def session(
 
     connect_s = timeouts.connect_timeout(connect_timeout)
     retry_s = timeouts.retry_timeout(retry_timeout)
+    call_s = timeouts.call_timeout(call_timeout)
     target = remote or os.environ.get("SPARK_REMOTE") or "embedded"
     with _lock:
         cached = _cache.get(target)
@@ -75,7 +81,7 @@ def session(
             url, session_conf = server.url, {}
         else:
             url, session_conf = target, conf
-        spark, policy = _connect(url, connect_s)
+        spark, policy = _connect(url, connect_s, call_s)
         try:
             _set_conf(spark, session_conf)
             register_plugin(spark)
@@ -149,21 +155,28 @@ def _close_quietly(spark: SparkSession) -> None:
             del _cache[key]
 
 
-def _connect(url: str, connect_s: float) -> tuple[SparkSession, BoundedRetryPolicy]:
+def _connect(
+    url: str, connect_s: float, call_s: float | None = None
+) -> tuple[SparkSession, BoundedRetryPolicy]:
+    """A session to ``url`` whose calls are retried within ``connect_s`` seconds (until
+    ``policy.connected``) and each have a deadline of ``call_s`` seconds (None: none)."""
     from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
+    from qbeast_connect.spark.deadlines import CallDeadlines
     from qbeast_connect.spark.timeouts import CHANNEL_OPTIONS, BoundedRetryPolicy
 
     # pyspark.sql.functions (used by us and by users' code) dispatches to the Connect
     # implementation only in Connect mode, which pyspark's own builder switches on like this.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     channel = DefaultChannelBuilder(url, list(CHANNEL_OPTIONS))
+    if call_s is not None:
+        channel.add_interceptor(CallDeadlines(call_s))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         spark = SparkSession.builder.channelBuilder(channel).create()
     # no call has reached the server yet: bound every retry from the first one on
-    policy = BoundedRetryPolicy(url, connect_s)
+    policy = BoundedRetryPolicy(url, connect_s, call_s)
     spark.client.set_retry_policies([policy])
     # The client cleans up on the server when the process exits (an exit hook registered
     # when it was created). Hooks run newest first, so this one runs before it: clean-up

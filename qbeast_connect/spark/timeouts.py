@@ -16,8 +16,16 @@ the user's. From then on the session's server counts as gone: later failures are
 retried at all, so clean-up calls (releasing executions, the exit hook) fail at once and
 the process exits; ``qc.session()`` opens a new session for the next call.
 
-Settings: ``session(..., connect_timeout=, retry_timeout=)`` or the environment variables
-``QBEAST_CONNECT_TIMEOUT`` and ``QBEAST_CONNECT_RETRY_TIMEOUT`` (seconds).
+A server that accepts a call and never answers it is bounded too: every call of our
+sessions has a deadline of :func:`call_timeout` seconds (``spark/deadlines.py``). A call
+past its deadline fails with ``DEADLINE_EXCEEDED``, which this policy retries like a lost
+connection (a result stream by reattaching to its execution), within the same budget, and
+then raises :class:`~qbeast_connect.exceptions.ServerUnavailableError` naming the call
+timeout.
+
+Settings: ``session(..., connect_timeout=, retry_timeout=, call_timeout=)`` or the
+environment variables ``QBEAST_CONNECT_TIMEOUT``, ``QBEAST_CONNECT_RETRY_TIMEOUT`` and
+``QBEAST_CONNECT_CALL_TIMEOUT`` (seconds).
 """
 
 from __future__ import annotations
@@ -32,11 +40,14 @@ from pyspark.sql.connect.client.retries import DefaultPolicy, RetryPolicy, Retry
 from qbeast_connect.exceptions import InvalidOptionError, ServerUnavailableError
 
 __all__ = [
+    "CALL_TIMEOUT_ENV",
     "CONNECT_TIMEOUT_ENV",
+    "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_RETRY_TIMEOUT",
     "RETRY_TIMEOUT_ENV",
     "BoundedRetryPolicy",
+    "call_timeout",
     "connect_timeout",
     "retry_policy_of",
     "retry_timeout",
@@ -46,8 +57,13 @@ __all__ = [
 CONNECT_TIMEOUT_ENV = "QBEAST_CONNECT_TIMEOUT"
 #: Seconds a call keeps retrying (reconnecting, reattaching) after losing its server.
 RETRY_TIMEOUT_ENV = "QBEAST_CONNECT_RETRY_TIMEOUT"
+#: Seconds one call to the server (one result stream) may last before it fails.
+CALL_TIMEOUT_ENV = "QBEAST_CONNECT_CALL_TIMEOUT"
 DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_RETRY_TIMEOUT = 60.0
+#: Longer than the 2 minutes a Connect server streams a query's results before it ends
+#: the stream for the client to reattach (senderMaxStreamDuration).
+DEFAULT_CALL_TIMEOUT = 180.0
 
 #: gRPC channel settings of our sessions: reconnect attempts at least every 5 s, so that a
 #: server that comes back within the budget is found again (gRPC's default backoff grows
@@ -99,15 +115,42 @@ def retry_timeout(value: float | str | None = None) -> float:
     return _seconds(value, RETRY_TIMEOUT_ENV, DEFAULT_RETRY_TIMEOUT)
 
 
+def call_timeout(value: float | str | None = None) -> float:
+    """Seconds one call to the server may take before it fails with ``DEADLINE_EXCEEDED``.
+
+    ``value`` wins; otherwise ``QBEAST_CONNECT_CALL_TIMEOUT``; otherwise 180.
+
+    Raises:
+        InvalidOptionError: the value is not a positive number.
+    """
+    return _seconds(value, CALL_TIMEOUT_ENV, DEFAULT_CALL_TIMEOUT)
+
+
+def _deadline_exceeded(exception: BaseException) -> bool:
+    """Whether ``exception`` is a gRPC call that ran out of its deadline."""
+    code = getattr(exception, "code", None)
+    if not callable(code):
+        return False
+    try:
+        return getattr(code(), "name", None) == "DEADLINE_EXCEEDED"
+    except Exception:  # a ``code`` of some other meaning
+        return False
+
+
 class BoundedRetryPolicy(RetryPolicy):
     """Retry what PySpark's default policy retries, for at most ``budget`` seconds per call.
+
+    Calls past their deadline (``DEADLINE_EXCEEDED``, see ``spark/deadlines.py``) are
+    retried too.
 
     Args:
         url: the server, named in the error.
         budget: seconds from a call's first failure to giving up.
+        call_timeout: the deadline of each call, named in the error of a call that ran
+            out of it (None: the calls have no deadline).
     """
 
-    def __init__(self, url: str, budget: float) -> None:
+    def __init__(self, url: str, budget: float, call_timeout: float | None = None) -> None:
         super().__init__(
             max_retries=None,
             initial_backoff=100,
@@ -122,10 +165,13 @@ class BoundedRetryPolicy(RetryPolicy):
         self._lock = threading.Lock()
         self.url = url
         self.budget = budget
+        self.call_timeout = call_timeout
         #: the environment variable that sets the budget in use, named in the error
         self.setting = CONNECT_TIMEOUT_ENV
         #: set once a call ran out of budget: the server is taken for gone
         self.gave_up = False
+        #: why a call gave up first (what a later call's error repeats), and its setting
+        self.gone_reason: tuple[str, str] | None = None
 
     def connected(self, budget: float) -> None:
         """The session is open: give later calls the operation budget."""
@@ -133,7 +179,7 @@ class BoundedRetryPolicy(RetryPolicy):
         self.setting = RETRY_TIMEOUT_ENV
 
     def can_retry(self, exception: BaseException) -> bool:
-        return bool(self._default.can_retry(exception))
+        return bool(self._default.can_retry(exception)) or _deadline_exceeded(exception)
 
     def give_up(self) -> None:
         """Take the server for gone: later failures are not retried."""
@@ -178,10 +224,23 @@ def _unavailable(
     exception: BaseException | None,
     already_gone: bool,
 ) -> ServerUnavailableError:
-    if already_gone:
-        what = "stopped answering earlier in this session"
+    setting = policy.setting
+    if exception is not None and _deadline_exceeded(exception) and policy.call_timeout:
+        what = (
+            f"did not answer a call within its deadline of {policy.call_timeout:g} s, "
+            "nor when it was tried again"
+        )
+        setting = CALL_TIMEOUT_ENV
     else:
         what = f"did not answer within {policy.budget:g} s"
+    with policy._lock:
+        if policy.gone_reason is None:
+            policy.gone_reason = (what, setting)
+        first, first_setting = policy.gone_reason
+    if already_gone:
+        what = f"stopped answering earlier in this session: it {first}"
+        # a call deadline names its own setting; a lost server, the budget now in force
+        setting = first_setting if first_setting == CALL_TIMEOUT_ENV else policy.setting
     detail = ""
     if exception is not None:
         text = str(getattr(exception, "details", lambda: "")() or "") or str(exception)
@@ -190,7 +249,7 @@ def _unavailable(
         f"the Spark Connect server at {policy.url} {what}{detail}. Check that it is running "
         "and reachable, "
         f"then call qc.session() again; if it is only slow, raise the limit with "
-        f"{policy.setting} (seconds)"
+        f"{setting} (seconds)"
     )
     if exception is not None:
         error.__cause__ = exception

@@ -75,6 +75,7 @@ from qbeast_connect.spark.write_input import (
     committed_txn_version,
     freeze,
     plan_looks_nondeterministic,
+    release,
 )
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan, WriteResult
 
@@ -255,7 +256,11 @@ class _Writer:
     # -- orchestration -----------------------------------------------------------------
 
     def run(self) -> WriteResult:
-        result = self._run()
+        try:
+            result = self._run()
+        finally:
+            if self.frozen:  # the copy this write made of its input: freed now, not by GC
+                release(self.df)
         if result.timings is self.timings:  # a committed write's result, its details lazy
             return result
         return replace(result, timings=dict(self.timings))

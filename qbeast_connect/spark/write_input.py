@@ -21,8 +21,9 @@ once on the frozen input. (Which column names a write accepts is a core rule:
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,6 +32,7 @@ __all__ = [
     "committed_txn_version",
     "freeze",
     "plan_looks_nondeterministic",
+    "release",
 ]
 
 
@@ -81,10 +83,33 @@ def plan_looks_nondeterministic(df: DataFrame) -> bool:
 def freeze(df: DataFrame) -> DataFrame:
     """``df`` computed once and kept on the executors (``localCheckpoint(eager=True)``).
 
-    Every later job on the result reads the same rows. The copy lives as long as the
-    returned DataFrame is referenced by the client.
+    Every later job on the result reads the same rows. The copy lives until
+    :func:`release` (or, failing that, until the returned DataFrame is garbage collected).
     """
     return df.localCheckpoint(eager=True)
+
+
+def release(df: DataFrame) -> None:
+    """Free the executors' copy of a :func:`freeze` result now, with a call from this thread.
+
+    Left to PySpark, the copy is freed by ``__del__`` of the DataFrame's plan: a server
+    call made wherever the garbage collector happens to run, in any thread, possibly in the
+    middle of another gRPC call of the same channel, which can deadlock the client (one
+    candidate for a suite that once hung waiting on a lock). After this, the plan has
+    nothing left for ``__del__`` to send. Best effort: a copy that cannot be freed now is
+    freed with the server's session.
+    """
+    plan: Any = getattr(df, "_plan", None)
+    if getattr(plan, "_relation_id", None) is None:
+        return
+    from pyspark.sql.connect.plan import RemoveRemoteCachedRelation
+
+    client = df.sparkSession.client
+    try:
+        with contextlib.suppress(Exception):  # the server frees it with the session anyway
+            client.execute_command(RemoveRemoteCachedRelation(plan).command(session=client))
+    finally:
+        plan._relation_id = None
 
 
 def committed_txn_version(

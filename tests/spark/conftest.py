@@ -21,9 +21,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
 
 
+#: Each call's deadline in the tests: the embedded server ends every result stream after
+#: 10 s, so a call left unanswered this long is a hang. Twice this (the call, then its
+#: retry) stays under the suite's per-test timeout (pyproject.toml), so a hang fails its
+#: test with a ServerUnavailableError instead of stopping the run.
+CALL_TIMEOUT_S = 90
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    session = qc.session(**{"spark.sql.shuffle.partitions": "4"})
+    session = qc.session(call_timeout=CALL_TIMEOUT_S, **{"spark.sql.shuffle.partitions": "4"})
     yield session
     qc.stop()
 

@@ -92,6 +92,35 @@ def _assert_failed_attempt_left_only_orphans(spark: Any, path: str) -> None:
 # --------------------------------------------------------------------------------------
 
 
+def _cached_relations_alive() -> list[Any]:
+    """Checkpointed DataFrames whose server copy the client still has to free (from GC)."""
+    import gc
+
+    from pyspark.sql.connect.plan import CachedRemoteRelation
+
+    gc.collect()
+    return [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, CachedRemoteRelation) and o._relation_id is not None
+    ]
+
+
+def test_a_frozen_input_is_released_by_the_write_not_by_the_garbage_collector(
+    spark: Any, table_path: str
+) -> None:
+    before = {id(r) for r in _cached_relations_alive()}
+    df = spark.range(0, 200, numPartitions=2).selectExpr("id", "rand() as x")
+    result = qc.write(df, table_path, columnsToIndex="x")
+    # the result keeps the write (its lazy commit details) and so the frozen input alive,
+    # whose server copy the write has freed: no __del__ has a call left to make, whenever
+    # and in whatever thread the input is collected
+    left = [r for r in _cached_relations_alive() if id(r) not in before]
+    assert left == []
+    assert "materialize" in result.timings and result.num_rows == 200
+    assert sorted(deltalake_table(table_path).column("id").to_pylist()) == list(range(200))
+
+
 def test_rand_input_is_written_once_inside_its_revision(spark: Any, table_path: str) -> None:
     df = spark.range(0, 6000, numPartitions=3).selectExpr("id", "rand() as x")
     result = qc.write(df, table_path, columnsToIndex="x", cubeSize=500)

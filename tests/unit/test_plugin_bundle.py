@@ -20,7 +20,7 @@ import pytest
 
 from qbeast_connect.exceptions import PluginUnavailableError, PluginVersionMismatchError
 from qbeast_connect.spark import bundle as bundle_module
-from qbeast_connect.spark.bundle import build_bundle, plugin_modules, source_root
+from qbeast_connect.spark.bundle import PluginBundle, build_bundle, plugin_modules, source_root
 from qbeast_connect.spark.plugin_setup import ProbeAnswer, _probe_function, check_shipped, decide
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,8 +57,13 @@ def _zip_names(path: Path) -> set[str]:
         return set(archive.namelist())
 
 
-def test_bundle_holds_the_plugin_and_the_modules_it_reaches(tmp_path: Path) -> None:
-    built = build_bundle(out_dir=tmp_path)
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> PluginBundle:
+    """The bundle of this checkout, built once for the tests that only read it."""
+    return build_bundle(out_dir=tmp_path_factory.mktemp("bundle"))
+
+
+def test_bundle_holds_the_plugin_and_the_modules_it_reaches(built: PluginBundle) -> None:
     names = _zip_names(built.path)
     plugin_files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "server_plugin").rglob("*.py")}
     assert plugin_files <= names
@@ -79,13 +84,11 @@ def test_bundle_holds_the_plugin_and_the_modules_it_reaches(tmp_path: Path) -> N
     assert built.name == f"qbeast_plugin_{built.version.replace('.', '_')}_{built.digest}.zip"
 
 
-def test_bundle_is_the_same_zip_for_the_same_sources(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    one = build_bundle(out_dir=tmp_path / "a")
-    two = build_bundle(out_dir=tmp_path / "b")
-    assert one.digest == two.digest
-    assert one.path.read_bytes() == two.path.read_bytes()
+def test_bundle_is_the_same_zip_for_the_same_sources(built: PluginBundle, tmp_path: Path) -> None:
+    again = build_bundle(out_dir=tmp_path)
+    assert again.path != built.path
+    assert again.digest == built.digest
+    assert again.path.read_bytes() == built.path.read_bytes()
 
 
 def test_bundle_closure_follows_imports_of_a_module_tree(tmp_path: Path) -> None:
@@ -110,8 +113,35 @@ def test_bundle_closure_follows_imports_of_a_module_tree(tmp_path: Path) -> None
     ]
 
 
-def test_bundle_imports_from_the_zip_alone_without_mmh3(tmp_path: Path) -> None:
-    built = build_bundle(out_dir=tmp_path)
+def test_bundle_closure_finds_imports_in_every_kind_of_block(tmp_path: Path) -> None:
+    (tmp_path / "server_plugin").mkdir()
+    (tmp_path / "server_plugin" / "__init__.py").write_text(
+        "import qbeast_connect.m0\n"
+        "if x:\n    import qbeast_connect.m1\nelse:\n    import qbeast_connect.m2\n"
+        "try:\n    import qbeast_connect.m3\nexcept ImportError:\n    import qbeast_connect.m4\n"
+        "else:\n    import qbeast_connect.m5\nfinally:\n    import qbeast_connect.m6\n"
+        "with x:\n    import qbeast_connect.m7\n"
+        "class C:\n    import qbeast_connect.m8\n"
+        "    async def f(self):\n        async with y:\n            import qbeast_connect.m9\n"
+        "for i in x:\n    import qbeast_connect.m10\n"
+        "while x:\n    from qbeast_connect import m11\n"
+        "match x:\n    case 1:\n        import qbeast_connect.m12\n"
+        "f = lambda: 1\n"
+    )
+    (tmp_path / "qbeast_connect").mkdir()
+    (tmp_path / "qbeast_connect" / "__init__.py").write_text("")
+    names = [f"m{i}" for i in range(14)]
+    for name in names:
+        (tmp_path / "qbeast_connect" / f"{name}.py").write_text("")
+    found = plugin_modules(tmp_path)
+    assert found == sorted(
+        ["qbeast_connect", "server_plugin", *[f"qbeast_connect.{n}" for n in names[:13]]]
+    )
+
+
+def test_bundle_imports_from_the_zip_alone_without_mmh3(
+    built: PluginBundle, tmp_path: Path
+) -> None:
     modules = list(built.modules)
     site = sysconfig.get_paths()["purelib"]
     result = subprocess.run(
