@@ -52,6 +52,7 @@ from qbeast_connect.spark.snapshot import (
     load_history,
     load_table_state,
 )
+from qbeast_connect.spark.time_partitions import partition_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -339,6 +340,8 @@ class QbeastTable:
         fraction: float = 1.0,
         files: Sequence[str] | None = None,
         options: Mapping[str, str] | None = None,
+        *,
+        partition: str | None = None,
     ) -> OptimizeResult:
         """Rewrite files so that they follow the index, in one commit.
 
@@ -357,6 +360,9 @@ class QbeastTable:
                 files up to this share of its bytes.
             files: optimize exactly these files (relative paths from the log) instead.
             options: ``userMetadata`` and ``qbeastPreCommitHook.*`` options.
+            partition: for a time-partitioned table (``partitionBy``), optimize exactly the
+                files of this partition (its canonical string, e.g. ``2024-01-02``); the
+                rewritten rows stay in it.
 
         Returns:
             An :class:`OptimizeResult`. Like ``DeltaTable``'s operations, optimize acts on
@@ -366,7 +372,12 @@ class QbeastTable:
             changed: use :meth:`refresh` to read the new version.
         """
         check_optimize_arguments(revisionID, fraction, files, options)
-        return _optimize(self.refresh(), revisionID, fraction, files, options)
+        table = self.refresh()
+        if partition is not None:
+            if files is not None:
+                raise InvalidOptionError("give files or partition to optimize, not both")
+            files = partition_files(table._state, partition)
+        return _optimize(table, revisionID, fraction, files, options)
 
     def vacuum(
         self,
@@ -467,7 +478,9 @@ class QbeastTable:
             self._qbeast,
             predicate,
             fraction,
-            file_stats=stats_by_path(self._state.adds),
+            file_stats=stats_by_path(
+                self._state.adds, self._state.configuration, self._state.schema_string or {}
+            ),
             schema=self._state.schema_string or {},
             time_zone=None if predicate is None else self._session_time_zone(),
         )

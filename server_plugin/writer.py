@@ -34,9 +34,12 @@ from server_plugin.delta.faults import crash_point
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.delta.uris import encode_path
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
+from server_plugin.time_partitions import PartitionCodes, committed_configuration
+from server_plugin.timeline_writer import partition_dir
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
 FLUSH_ROWS = 4_000_000
@@ -114,6 +117,9 @@ class _TaskBuffer:
         )
         self.labels: list[str] = []
         self.label_ids: dict[str, int] = {}
+        #: the partition of every buffered row, for a time-partitioned table
+        self.partitions = None if plan.partitioning is None else PartitionCodes(plan.partitioning)
+        self.parts: list[np.ndarray] = []
         self.schema: pa.Schema | None = None
         self.batches: list[pa.RecordBatch] = []
         self.groups: list[np.ndarray] = []
@@ -130,8 +136,10 @@ class _TaskBuffer:
         from qbeast_connect.index.space import check_inside_space
 
         if self.schema is None:
-            self.schema = _data_schema(batch.schema)
+            self.schema = _data_schema(batch.schema, self.plan)
         self.batches.append(batch.select(self.schema.names))
+        if self.partitions is not None:
+            self.parts.append(self.partitions.codes(batch))
         if self.revision is not None and self.assigner is not None:
             with write_profile.phase("normalize"):
                 weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
@@ -165,14 +173,30 @@ class _TaskBuffer:
             return
         with write_profile.phase("concat"):
             table = pa.Table.from_batches(self.batches, schema=self.schema)
-        if self.revision is None:
+        parts = np.concatenate(self.parts) if self.parts else None
+        if self.revision is None and parts is None:
             self.written.append(self._write(table, None))
+        elif self.revision is None:
+            assert parts is not None
+            order = np.argsort(parts, kind="stable")
+            table = table.take(pa.array(order))
+            counts = np.bincount(parts)
+            start = 0
+            for part in np.flatnonzero(counts).tolist():
+                end = start + int(counts[part])
+                self.written.append(self._write(table.slice(start, end - start), None, part))
+                start = end
         else:
             from qbeast_connect.index.assignment import block_summaries
             from qbeast_connect.index.block_order import file_order
             from qbeast_connect.model.cube_id import cube_string_sort_key
 
             groups = np.concatenate(self.groups)
+            # a time-partitioned table: one file group per (partition, group), so that
+            # rows of different partitions never share a file
+            stride = int(groups.max()) + 1 if len(groups) else 1
+            if parts is not None:
+                groups = parts * stride + groups.astype(np.int64, copy=False)
             # cubes by CubeId rank: a file's blocks are written in cube order
             by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
                 self.labels[i]))
@@ -206,15 +230,25 @@ class _TaskBuffer:
                         )
                     )
                     at += 1
-                self.written.append(self._write(table.slice(start, end - start), blocks))
+                in_part = group // stride if parts is not None else None
+                self.written.append(self._write(table.slice(start, end - start), blocks, in_part))
                 start = end
         self.batches, self.groups, self.cubes, self.weights = [], [], [], []
+        self.parts = []
         self.keys = []
         self.rows = 0
         self.bytes = 0
 
-    def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
+    def _write(
+        self, table: pa.Table, blocks: list[Block] | None, part: int | None = None
+    ) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
+        partition_values: dict[str, str | None] | None = None
+        if part is not None and self.partitions is not None:
+            column = self.partitions.partitioning.column
+            value = self.partitions.labels[part]
+            name = f"{partition_dir(column, value)}/{name}"
+            partition_values = {column: value}
         with write_profile.phase("options"):
             options = parquet_write_options(table)
         encode = write_profile.phase("parquet")
@@ -248,6 +282,7 @@ class _TaskBuffer:
             stats=_file_stats(table),
             tags=tags,
             num_records=table.num_rows,
+            partition_values=partition_values,
         )
 
 
@@ -280,12 +315,23 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
     return WriteTaskMessage(files=tuple(buffer.written))
 
 
-def _data_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f for f in schema if f.name != WEIGHT_COLUMN], metadata=None)
+def _data_schema(schema: pa.Schema, plan: WritePlan) -> pa.Schema:
+    """The columns a data file stores: not the weight, not a partition column."""
+    left_out = {WEIGHT_COLUMN}
+    if plan.partitioning is not None:
+        left_out.add(plan.partitioning.column)
+    return pa.schema([f for f in schema if f.name not in left_out], metadata=None)
 
 
 def _written_files(messages: Iterable[Any]) -> list[WrittenFile]:
     return task_files(messages, WriteTaskMessage)
+
+
+def _values(files: Sequence[WrittenFile], columns: Sequence[str]) -> list[str | None]:
+    """The partition values of ``files`` in the (one) time partition column."""
+    if not columns:
+        return []
+    return [(f.partition_values or {}).get(columns[0]) for f in files]
 
 
 def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
@@ -297,24 +343,39 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     new_table = plan.read_version < 0
     removed: list[str] = []
     base = None
+    partitioning = plan.partitioning
+    pcols = () if partitioning is None else (partitioning.column,)
     if new_table:
         if plan.schema_string is None:
             raise InvalidOptionError("a write that creates a table needs a schema")
+        config = committed_configuration(
+            partitioning, plan.configuration, None, True, _values(files, pcols)
+        )
         actions.extend(
-            create_table_actions(plan.schema_string, dict(plan.configuration or {}))
+            create_table_actions(plan.schema_string, dict(config or {}), partition_columns=pcols)
         )
     else:
         base = read_snapshot(storage, plan.read_version)
-        if plan.configuration is not None or plan.schema_string is not None:
+        config = committed_configuration(
+            partitioning,
+            plan.configuration,
+            base,
+            plan.mode == "overwrite",
+            _values(files, pcols),
+        )
+        if config is not None or plan.schema_string is not None:
             old = base.metadata
             configuration = old.configuration
-            if plan.configuration is not None:
-                configuration = FrozenMap(dict(plan.configuration))
+            if config is not None:
+                configuration = FrozenMap(dict(config))
             actions.append(
                 dataclasses.replace(
                     old,
                     schema_string=plan.schema_string or old.schema_string,
                     configuration=configuration,
+                    partition_columns=(
+                        pcols if (pcols and plan.mode == "overwrite") else old.partition_columns
+                    ),
                 )
             )
         if plan.mode == "overwrite":
@@ -346,8 +407,8 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     for f in files:
         actions.append(
             AddFile(
-                path=f.path,
-                partition_values={},
+                path=f.path if f.partition_values is None else encode_path(f.path),
+                partition_values=dict(f.partition_values or {}),
                 size=f.size,
                 modification_time=f.modification_time,
                 data_change=plan.data_change,
@@ -355,7 +416,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
                 tags=f.tags,
             )
         )
-    changes_metadata = new_table or plan.configuration is not None or plan.schema_string is not None
+    changes_metadata = new_table or config is not None or plan.schema_string is not None
     blind = (
         not changes_metadata and not removed and plan.mode == "append" and plan.data_change
     )

@@ -18,6 +18,7 @@ from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.model.column_spec import parse_columns_to_index
 from qbeast_connect.options import CUBE_SIZE_DEFAULT, parse_write_options
 from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.time_partitioning import partitioning_of
 from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import COMMAND_FORMAT, WRITE_FORMAT
@@ -224,6 +225,7 @@ def rewrite_files(
         data_change=False,
         remove_paths=tuple(paths),
         hooks=opts.hooks,
+        partitioning=partitioning_of(snapshot.configuration),
     )
     with translate_errors():
         writer = with_storage_options(grouped.write.format(WRITE_FORMAT), spark)

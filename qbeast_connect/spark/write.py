@@ -63,7 +63,8 @@ from qbeast_connect.rules.columns import (
 )
 from qbeast_connect.rules.schema import append_schema, column_types, nullable_schema_json
 from qbeast_connect.rules.table_config import LAST_REVISION_KEY, write_configuration
-from qbeast_connect.spark import small_append
+from qbeast_connect.rules.time_partitioning import TimePartitioning
+from qbeast_connect.spark import small_append, time_partitions
 from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import WRITE_FORMAT
@@ -238,6 +239,8 @@ class _Writer:
         self.timings: dict[str, float] = {}
         #: True once ``df`` is a frozen copy of the input (see ``write_input``).
         self.frozen = False
+        #: The time partitioning of the table written (``spark.time_partitions``).
+        self.partitioning: TimePartitioning | None = None
 
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -268,8 +271,11 @@ class _Writer:
                     raise
             with self._phase("schema"):
                 schema: StructType = analysed.result()
-        schema_json = str(schema.json())
         check_column_names(schema.names, self.path)
+        self.df, schema, self.partitioning = time_partitions.prepare(
+            self.df, schema, state, self.mode, self.options
+        )
+        schema_json = str(schema.json())
         if state.exists:
             if self.mode == "errorifexists":
                 raise TableAlreadyExistsError(
@@ -614,6 +620,7 @@ class _Writer:
             remove_paths=self.remove_paths,
             hooks=self.options.hooks,
             append_task=append_task,
+            partitioning=self.partitioning,
         )
         # a one-job small append has one task that sees all the rows
         df = self.df if append_task is None else self.df.coalesce(1)
