@@ -188,6 +188,14 @@ def test_append_extends_the_timeline_in_the_same_commit(
     timelines = load_timelines(spark, path)
     assert [str(p) for p in timelines[(PCOL, UpdatePeriod.DAILY)]] == [*DAYS, "2024-01-05"]
     assert row_digest(deltalake_table(path), COLUMNS) == row_digest(_expected(0, 500))
+    # rows of a partition the timeline has: a small append (one job), no metaData
+    assert qc.write(_events(spark, 150, 10), path, mode="append").version == 2
+    commit = [a for version, a in log_actions(path) if version == 2]
+    assert not [a for a in commit if "metaData" in a]
+    added = [a["add"] for a in commit if "add" in a]
+    assert added and {a["partitionValues"][PCOL] for a in added} == {"2024-01-02"}
+    both = pa.concat_tables([_expected(0, 500), _expected(150, 10)])
+    assert row_digest(deltalake_table(path), COLUMNS) == row_digest(both)
 
 
 def test_drop_partition_of_a_qbeast_table(spark: Any, daily: str, tmp_path: Path) -> None:
@@ -222,3 +230,43 @@ def test_optimize_one_partition_rewrites_only_its_files(
     read = deltalake_table(path)
     assert row_digest(read, COLUMNS) == row_digest(_expected(0, 400))
     assert read[PCOL].to_pylist() == _day(read)
+
+
+def test_fact_of_partitioned_qbeast_tables_prunes_cubes_in_covering_partitions(
+    spark: Any, daily: str, tmp_path: Path
+) -> None:
+    from qbeast_connect.timeline import Fact
+
+    monthly = str(tmp_path / "monthly")
+    qc.write(
+        _events(spark, 0, 400),
+        monthly,
+        columnsToIndex="event_time,user_id",
+        cubeSize=20,
+        partitionBy="event_time:monthly",
+    )
+    fact = Fact(
+        spark, "events", tables={monthly: ["monthly"], daily: ["daily"]}, partitionColumn=PCOL
+    )
+    full = _expected(0, 400)
+    days = pa.array(_day(full))
+    user = pc.less(full["user_id"], 10)
+    # two days: the daily table serves them
+    assert [(p, str(t)) for p, t in fact.cover("2024-01-02", "2024-01-04")] == [
+        (daily, "2024-01-02"),
+        (daily, "2024-01-03"),
+    ]
+    in_days = pc.or_(pc.equal(days, "2024-01-02"), pc.equal(days, "2024-01-03"))
+    expected = full.filter(pc.and_(in_days, user))
+    got = fact.read("2024-01-02", "2024-01-04", where="user_id < 10")
+    assert spark_digest(got, COLUMNS) == row_digest(expected)
+    files = fact.files("2024-01-02", "2024-01-04", where="user_id < 10")
+    covering = _by_partition(daily)["2024-01-02"] | _by_partition(daily)["2024-01-03"]
+    assert set(files) == {daily} and 0 < len(files[daily]) < len(covering)
+    assert set(files[daily]) <= covering
+    # the whole month: the monthly table's one partition, pruned by its tree
+    got = fact.read("2024-01-01", "2024-02-01", where="user_id < 10")
+    assert spark_digest(got, COLUMNS) == row_digest(full.filter(user))
+    files = fact.files("2024-01-01", "2024-02-01", where="user_id < 10")
+    assert set(files) == {monthly}
+    assert 0 < len(files[monthly]) < len(live_adds(monthly))

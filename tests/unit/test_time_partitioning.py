@@ -90,3 +90,20 @@ def test_partition_bounds_never_replace_a_file_s_own_stats() -> None:
     stats = stats_by_path(adds, CONFIG, SCHEMA)
     assert not _may_match("event_time >= timestamp'2024-01-02 12:00:00Z'", stats["p.parquet"])
     assert stats["q.parquet"] is None
+
+
+def test_write_task_refuses_null_times_and_foreign_partition_strings() -> None:
+    import pyarrow as pa
+
+    from server_plugin.time_partitions import PartitionCodes
+
+    codes = PartitionCodes(TimePartitioning.of("event_time", "daily"))
+    batch = pa.record_batch({"event_time_partition": ["2024-01-02", "2024-01-01", "2024-01-02"]})
+    assert codes.codes(batch).tolist() == [0, 1, 0]
+    assert codes.labels == ["2024-01-02", "2024-01-01"]
+    with pytest.raises(InvalidOptionError, match="null"):
+        codes.codes(pa.record_batch({"event_time_partition": pa.array([None], pa.string())}))
+    with pytest.raises(InvalidOptionError, match="daily"):
+        codes.codes(pa.record_batch({"event_time_partition": ["2024-01"]}))
+    with pytest.raises(InvalidOptionError, match="no partition column"):
+        codes.codes(pa.record_batch({"other": [1]}))
