@@ -270,3 +270,10 @@ def test_fact_of_partitioned_qbeast_tables_prunes_cubes_in_covering_partitions(
     files = fact.files("2024-01-01", "2024-02-01", where="user_id < 10")
     assert set(files) == {monthly}
     assert 0 < len(files[monthly]) < len(live_adds(monthly))
+
+
+def test_format_qbeast_refuses_to_write_time_partitions(spark: Any, daily: str) -> None:
+    rows = _events(spark, 0, 5)
+    with pytest.raises(Exception, match="does not write time-partitioned tables"):
+        rows.write.format("qbeast").mode("append").save(daily)
+    assert {version for version, _ in log_actions(daily)} == {0}  # nothing committed
