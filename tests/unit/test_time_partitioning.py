@@ -107,3 +107,23 @@ def test_write_task_refuses_null_times_and_foreign_partition_strings() -> None:
         codes.codes(pa.record_batch({"event_time_partition": ["2024-01"]}))
     with pytest.raises(InvalidOptionError, match="no partition column"):
         codes.codes(pa.record_batch({"other": [1]}))
+
+
+def test_plan_carries_the_partitioning_and_the_commit_stores_the_timeline() -> None:
+    from qbeast_connect.timeline.timeline import read_timelines
+    from qbeast_connect.timeline.update_period import UpdatePeriod
+    from qbeast_connect.write_plan import WritePlan
+    from server_plugin.time_partitions import committed_configuration
+
+    partitioning = TimePartitioning.of("event_time", "hourly")
+    plan = WritePlan("/t", "append", -1, None, partitioning=partitioning)
+    assert WritePlan.from_json(plan.to_json()).partitioning == partitioning
+    assert WritePlan.from_json(WritePlan("/t", "append", -1, None).to_json()).partitioning is None
+    values = ["2024-01-01-05", "2024-01-01-07", "2024-01-01-05"]
+    config = committed_configuration(partitioning, {"cubeSize": "10"}, None, True, values)
+    assert config is not None and config["cubeSize"] == "10"
+    assert partitioning_of(config) == partitioning
+    timeline = read_timelines(config, "event_time_partition")[UpdatePeriod.HOURLY]
+    assert [str(p) for p in timeline] == ["2024-01-01-05", "2024-01-01-07"]
+    # an unpartitioned write keeps the plan's configuration as it is
+    assert committed_configuration(None, None, None, False, []) is None
