@@ -613,6 +613,7 @@ def _rewrite(
         revision_id,
         paths,
         opts,
+        table._state.adds,
     )
 
 

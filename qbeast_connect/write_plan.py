@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from qbeast_connect.index.layout import FileLayout
+from qbeast_connect.index.partition_trees import PartitionTree, trees_from_json, trees_to_json
 from qbeast_connect.plan_codec import plan_to_json, reading_plan
 from qbeast_connect.rules.time_partitioning import TimePartitioning
 
@@ -54,6 +55,9 @@ class WritePlan:
             (``server_plugin.append_task``); None otherwise.
         partitioning: the table's time partitioning after this write (the rows carry its
             partition column; each file holds one partition's rows), or None.
+        partition_trees: for an indexed write to a time-partitioned table, the cube max
+            weights and layout of every partition written (each partition is a tree of
+            its own; ``cube_weights`` and ``layout`` are then unused), or None.
     """
 
     table_path: str
@@ -75,6 +79,7 @@ class WritePlan:
     hooks: Mapping[str, str] = field(default_factory=dict)
     append_task: Mapping[str, Any] | None = None
     partitioning: TimePartitioning | None = None
+    partition_trees: Mapping[str, PartitionTree] | None = None
 
     def to_json(self) -> str:
         """Serialize for the ``plan`` option of the write data source."""
@@ -100,6 +105,7 @@ class WritePlan:
             "partitioning": (
                 None if self.partitioning is None else self.partitioning.to_json_value()
             ),
+            "partitionTrees": trees_to_json(self.partition_trees),
         }
         return plan_to_json(data)
 
@@ -136,6 +142,7 @@ class WritePlan:
                     if data.get("partitioning") is None
                     else TimePartitioning.from_json_value(data["partitioning"])
                 ),
+                partition_trees=trees_from_json(data.get("partitionTrees")),
             )
 
 

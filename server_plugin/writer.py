@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError
+from qbeast_connect.index.partition_trees import EMPTY_TREE, PartitionTree
 from qbeast_connect.model.block import Block, encode_blocks
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
@@ -120,6 +121,8 @@ class _TaskBuffer:
         #: the partition of every buffered row, for a time-partitioned table
         self.partitions = None if plan.partitioning is None else PartitionCodes(plan.partitioning)
         self.parts: list[np.ndarray] = []
+        #: one tree per partition (``WritePlan.partition_trees``): value -> (assigner, tree)
+        self.trees: dict[str, tuple[Any, PartitionTree]] = {}
         self.schema: pa.Schema | None = None
         self.batches: list[pa.RecordBatch] = []
         self.groups: list[np.ndarray] = []
@@ -138,8 +141,10 @@ class _TaskBuffer:
         if self.schema is None:
             self.schema = _data_schema(batch.schema, self.plan)
         self.batches.append(batch.select(self.schema.names))
+        codes = None
         if self.partitions is not None:
-            self.parts.append(self.partitions.codes(batch))
+            codes = self.partitions.codes(batch)
+            self.parts.append(codes)
         if self.revision is not None and self.assigner is not None:
             with write_profile.phase("normalize"):
                 weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
@@ -149,10 +154,15 @@ class _TaskBuffer:
                 names = self.revision.column_names
                 check_inside_space(self.revision.transformations, names, columns, points)
             with write_profile.phase("assign"):
-                labels, inverse = self.assigner.assign_labels(points, weights)
-                local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
-                self.groups.append(self.plan.layout.groups(inverse, labels, weights))
-                self.cubes.append(local[inverse])
+                if codes is not None and self.plan.partition_trees is not None:
+                    groups, cubes = self._assign_per_partition(codes, points, weights)
+                else:
+                    labels, inverse = self.assigner.assign_labels(points, weights)
+                    local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
+                    groups = self.plan.layout.groups(inverse, labels, weights)
+                    cubes = local[inverse]
+                self.groups.append(groups)
+                self.cubes.append(cubes)
                 self.weights.append(weights)
             with write_profile.phase("morton"):
                 self.keys.append(morton_keys(points))
@@ -160,6 +170,41 @@ class _TaskBuffer:
         self.bytes += batch.nbytes
         if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
             self.flush()
+
+    def _tree(self, code: int) -> tuple[Any, PartitionTree]:
+        """The cube assigner and tree of the partition of ``code``."""
+        from qbeast_connect.index.assignment import CubeAssigner
+
+        assert self.partitions is not None and self.revision is not None
+        value = self.partitions.labels[code]
+        found = self.trees.get(value)
+        if found is None:
+            tree = (self.plan.partition_trees or {}).get(value, EMPTY_TREE)
+            assigner = CubeAssigner(self.revision.dimension_count, tree.cube_weights)
+            found = self.trees[value] = (assigner, tree)
+        return found
+
+    def _assign_per_partition(
+        self, codes: np.ndarray, points: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """File group (inside its partition) and cube label id of every row, each
+        partition's rows assigned with the partition's own tree."""
+        groups = np.zeros(len(codes), dtype=np.int64)
+        cubes = np.zeros(len(codes), dtype=np.int32)
+        for code in np.unique(codes).tolist():
+            rows = np.flatnonzero(codes == code)
+            assigner, tree = self._tree(int(code))
+            labels, inverse = assigner.assign_labels(points[rows], weights[rows])
+            local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
+            groups[rows] = tree.layout.groups(inverse, labels, weights[rows])
+            cubes[rows] = local[inverse]
+        return groups, cubes
+
+    def _max_weight(self, label: str, part: int | None) -> int:
+        """The max weight of cube ``label`` in the tree of partition code ``part``."""
+        if part is not None and self.plan.partition_trees is not None:
+            return int(self._tree(part)[1].cube_weights.get(label, MAX_WEIGHT))
+        return int(self.plan.cube_weights.get(label, MAX_WEIGHT))
 
     def _label_id(self, label: str) -> int:
         found = self.label_ids.get(label)
@@ -217,6 +262,7 @@ class _TaskBuffer:
             at = 0
             for group in np.flatnonzero(counts).tolist():
                 end = start + int(counts[group])
+                in_part = group // stride if parts is not None else None
                 blocks = []
                 while at < len(summaries) and summaries[at][0] == group:
                     _, cube_index, low, count = summaries[at]
@@ -225,12 +271,11 @@ class _TaskBuffer:
                         Block(
                             cube_id=label,
                             min_weight=int(low),
-                            max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
+                            max_weight=self._max_weight(label, in_part),
                             element_count=int(count),
                         )
                     )
                     at += 1
-                in_part = group // stride if parts is not None else None
                 self.written.append(self._write(table.slice(start, end - start), blocks, in_part))
                 start = end
         self.batches, self.groups, self.cubes, self.weights = [], [], [], []
