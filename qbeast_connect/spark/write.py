@@ -376,8 +376,7 @@ class _Writer:
         schema: StructType,
         schema_string: str,
     ) -> WriteResult:
-        # a time-partitioned table indexes each partition with its own tree: the regular jobs
-        if appending and qsnap is not None and self.partitioning is None and small_append.may_use(
+        if appending and qsnap is not None and small_append.may_use(
             latest, specs, self.options.cube_size, bool(user_stats)
         ):
             assert latest is not None
@@ -463,11 +462,20 @@ class _Writer:
         computes the cube max weights and layout of its rows itself (see
         :mod:`qbeast_connect.spark.small_append`); None when the task declined the rows
         (nothing was committed) and the append needs the regular jobs."""
-        existing = qsnap.cube_statuses(latest.revision_id)
-        task = small_append.in_task_params(
-            existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS,
-            small_append.max_rows_for(self.df),
-        )
+        max_rows = small_append.max_rows_for(self.df)
+        if self.partitioning is not None:
+            # each partition grows its own tree (spark.time_partitions)
+            statuses = time_partitions.partition_statuses(
+                state, qsnap, latest.revision_id, self.partitioning.column
+            )
+            task = small_append.in_task_partition_params(
+                statuses, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
+            )
+        else:
+            existing = qsnap.cube_statuses(latest.revision_id)
+            task = small_append.in_task_params(
+                existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
+            )
         changed = schema_string != state.schema_string
         try:
             # the latest revision, its configuration kept: as the regular path does for an

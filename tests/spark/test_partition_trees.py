@@ -17,7 +17,7 @@ import pytest
 
 import qbeast_connect as qc
 from qbeast_connect.model.block import decode_blocks
-from qbeast_connect.model.weight import MAX_WEIGHT
+from qbeast_connect.model.weight import MAX_WEIGHT, fraction_from_weight
 from qbeast_connect.planning.file_planner import sample_weight_sql
 from tests.spark.helpers import deltalake_table, live_adds, row_digest, spark_digest
 
@@ -110,6 +110,18 @@ def test_append_grows_its_partition_tree_and_starts_new_ones(
 ) -> None:
     path = str(tmp_path / "t")
     shutil.copytree(trees_table, path)
+    # a small append (one job) into the 500-row day grows that day's tree: its root keeps
+    # a max weight near the day's own (cubeSize / 500 of the weights), not the table's
+    day2_root = min(w for w, _ in _trees(path)["2024-01-02"][""])
+    before = live_adds(path)
+    small = qc.write(_day_rows(spark, 60_000, 30, 1, 80_000), path, mode="append")
+    assert "statistics" not in small.timings  # the one-job path
+    new = [a for p, a in live_adds(path).items() if p not in before]
+    assert {a["partitionValues"][PCOL] for a in new} == {"2024-01-02"}
+    roots = [b for a in new for b in decode_blocks(a["tags"]["blocks"]) if b.cube_id == ""]
+    assert roots and all(
+        fraction_from_weight(b.max_weight) >= 0.7 * fraction_from_weight(day2_root) for b in roots
+    ), (day2_root, roots)
     before = live_adds(path)
     # 1,500 more rows in the 60-row day, inside the revision's space: that day's own tree
     grow = {"g": (30_000, 1500, 2, 80_000)}
@@ -129,7 +141,9 @@ def test_append_grows_its_partition_tree_and_starts_new_ones(
     day4 = _trees(path)["2024-01-04"]
     assert list(day4) == [""] and sum(n for _, n in day4[""]) == 50
     assert all(w == MAX_WEIGHT for w, _ in day4[""])
-    expected = spark_digest(_rows(spark, {**DAYS, **grow, **more}), COLUMNS)
+    expected = spark_digest(
+        _rows(spark, {**DAYS, "small": (60_000, 30, 1, 80_000), **grow, **more}), COLUMNS
+    )
     assert row_digest(deltalake_table(path), COLUMNS) == expected
     table = qc.QbeastTable.forPath(spark, path)
     by_weight = spark.read.parquet(path).where(sample_weight_sql(["event_time", "user_id"], 0.2))
