@@ -8,10 +8,11 @@ stays in the data (it may be indexed); the partition column is derived from it a
 at several periods share it (``Fact(partitionColumn=...)``).
 
 How partitions relate to the index: the table has ONE revision space (the revisions of
-any qbeast table) and one set of cube max weights per revision; the rows of different
-partitions never share a file, so the blocks of a partition's files are that revision's
-tree restricted to the partition's rows. Sampling by weight is therefore exact in every
-partition, and a filter prunes partitions (their time range) and cubes (the tree).
+any qbeast table), and inside a revision every partition is a tree of its own, its cubes
+sized by the cube size over the partition's rows
+(:mod:`~qbeast_connect.index.partition_trees`). The rows of different partitions never
+share a file and every block carries its own weights, so sampling by weight is exact in
+every partition, and a filter prunes partitions (their time range) and cubes (the tree).
 
 The table keeps its partitioning in ``metaData.configuration`` under
 :data:`PARTITIONING_KEY`, and the partition timeline of its column (the keys of
