@@ -13,6 +13,7 @@ from typing import Literal
 
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.rules.table_properties import checked_table_properties
+from qbeast_connect.rules.time_partitioning import parse_partition_by
 
 COLUMNS_TO_INDEX = "columnsToIndex"
 CUBE_SIZE = "cubeSize"
@@ -22,6 +23,7 @@ TXN_VERSION = "txnVersion"
 USER_METADATA = "userMetadata"
 MERGE_SCHEMA = "mergeSchema"
 TABLE_FORMAT = "tableFormat"
+PARTITION_BY = "partitionBy"
 PRE_COMMIT_HOOK_PREFIX = "qbeastPreCommitHook"
 
 #: Desired number of rows per cube, as qbeast-spark's ``spark.qbeast.index.defaultCubeSize``.
@@ -46,6 +48,7 @@ _KNOWN = {
         USER_METADATA,
         MERGE_SCHEMA,
         TABLE_FORMAT,
+        PARTITION_BY,
         "path",
     )
 }
@@ -88,6 +91,8 @@ class WriteOptions:
         merge_schema: allow appends that add columns.
         table_properties: ``delta.*`` and other table properties to store in the metadata.
         hooks: pre-commit hook options (``qbeastPreCommitHook.<name>`` and ``.<name>.arg``).
+        partition_by: ``partitionBy``: ``<time column>:<update period>`` (time partitions,
+            see :mod:`qbeast_connect.rules.time_partitioning`), or None.
     """
 
     columns_to_index: str | None = None
@@ -99,6 +104,7 @@ class WriteOptions:
     merge_schema: bool = False
     table_properties: Mapping[str, str] = field(default_factory=dict)
     hooks: Mapping[str, str] = field(default_factory=dict)
+    partition_by: str | None = None
 
 
 def _as_int(name: str, value: object, *, positive: bool) -> int:
@@ -217,6 +223,10 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
     if app_id is not None and str(app_id).strip() == "":
         raise InvalidOptionError("option txnAppId must not be empty")
     stats = values.get(COLUMN_STATS)
+    partition_by = values.get(PARTITION_BY)
+    if partition_by is not None:
+        time_column, period = parse_partition_by(partition_by)
+        partition_by = f"{time_column}:{period.value}"
     properties = checked_table_properties(properties)
     return WriteOptions(
         columns_to_index=columns,
@@ -228,4 +238,5 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
         merge_schema=parse_bool(MERGE_SCHEMA, values.get(MERGE_SCHEMA, False)),
         table_properties=properties,
         hooks=hooks,
+        partition_by=partition_by,
     )

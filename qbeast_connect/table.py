@@ -52,6 +52,7 @@ from qbeast_connect.spark.snapshot import (
     load_history,
     load_table_state,
 )
+from qbeast_connect.spark.time_partitions import partition_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -343,6 +344,8 @@ class QbeastTable:
         files: Sequence[str] | None = None,
         options: Mapping[str, str] | None = None,
         mergeRevisions: bool | Sequence[int] = False,  # noqa: N803
+        *,
+        partition: str | None = None,
     ) -> OptimizeResult:
         """Rewrite files so that they follow the index, in one commit.
 
@@ -366,6 +369,9 @@ class QbeastTable:
                 whose space is the union of theirs, and remove their files, in one commit
                 (:mod:`qbeast_connect.model.revision_merge`). Fewer than two revisions
                 holding files is a no-op. Not combined with the other arguments.
+            partition: for a time-partitioned table (``partitionBy``), optimize exactly the
+                files of this partition (its canonical string, e.g. ``2024-01-02``); the
+                rewritten rows stay in it.
 
         Returns:
             An :class:`OptimizeResult`. Like ``DeltaTable``'s operations, optimize acts on
@@ -376,13 +382,18 @@ class QbeastTable:
         """
         check_optimize_arguments(revisionID, fraction, files, options)
         if mergeRevisions is not False:
-            if revisionID is not None or files is not None or fraction != 1.0:
+            if revisionID is not None or files is not None or fraction != 1.0 or partition:
                 raise InvalidOptionError(
                     "optimize(mergeRevisions=...) merges whole revisions: give it without "
-                    "revisionID, fraction or files"
+                    "revisionID, fraction, files or partition"
                 )
             return _merge_revisions(self.refresh(), mergeRevisions, options)
-        return _optimize(self.refresh(), revisionID, fraction, files, options)
+        table = self.refresh()
+        if partition is not None:
+            if files is not None:
+                raise InvalidOptionError("give files or partition to optimize, not both")
+            files = partition_files(table._state, partition)
+        return _optimize(table, revisionID, fraction, files, options)
 
     def vacuum(
         self,
@@ -550,7 +561,9 @@ class QbeastTable:
             self._qbeast,
             predicate,
             fraction,
-            file_stats=stats_by_path(self._state.adds),
+            file_stats=stats_by_path(
+                self._state.adds, self._state.configuration, self._state.schema_string or {}
+            ),
             schema=self._state.schema_string or {},
             time_zone=None if predicate is None else self._session_time_zone(),
             from_fraction=from_fraction,
@@ -690,6 +703,7 @@ def _rewrite(
         revision_id,
         paths,
         opts,
+        table._state.adds,
     )
 
 

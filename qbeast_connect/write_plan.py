@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from qbeast_connect.index.layout import FileLayout
+from qbeast_connect.index.partition_trees import PartitionTree, trees_from_json, trees_to_json
 from qbeast_connect.plan_codec import plan_to_json, reading_plan
+from qbeast_connect.rules.time_partitioning import TimePartitioning
 
 #: Name of the helper column carrying the row weight (Spark ``hash`` of the indexed columns).
 WEIGHT_COLUMN = "_qbeastWeight"
@@ -51,6 +53,11 @@ class WritePlan:
         append_task: for a one-job small append, what its single write task needs to
             compute ``cube_weights`` and ``layout`` itself from the rows it holds
             (``server_plugin.append_task``); None otherwise.
+        partitioning: the table's time partitioning after this write (the rows carry its
+            partition column; each file holds one partition's rows), or None.
+        partition_trees: for an indexed write to a time-partitioned table, the cube max
+            weights and layout of every partition written (each partition is a tree of
+            its own; ``cube_weights`` and ``layout`` are then unused), or None.
     """
 
     table_path: str
@@ -71,6 +78,8 @@ class WritePlan:
     commit_tags: Mapping[str, str] | None = None
     hooks: Mapping[str, str] = field(default_factory=dict)
     append_task: Mapping[str, Any] | None = None
+    partitioning: TimePartitioning | None = None
+    partition_trees: Mapping[str, PartitionTree] | None = None
 
     def to_json(self) -> str:
         """Serialize for the ``plan`` option of the write data source."""
@@ -93,6 +102,10 @@ class WritePlan:
             "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
             "hooks": dict(self.hooks),
             "appendTask": None if self.append_task is None else dict(self.append_task),
+            "partitioning": (
+                None if self.partitioning is None else self.partitioning.to_json_value()
+            ),
+            "partitionTrees": trees_to_json(self.partition_trees),
         }
         return plan_to_json(data)
 
@@ -124,6 +137,12 @@ class WritePlan:
                 commit_tags=data["commitTags"],
                 hooks={str(k): str(v) for k, v in data.get("hooks", {}).items()},
                 append_task=data.get("appendTask"),
+                partitioning=(
+                    None
+                    if data.get("partitioning") is None
+                    else TimePartitioning.from_json_value(data["partitioning"])
+                ),
+                partition_trees=trees_from_json(data.get("partitionTrees")),
             )
 
 

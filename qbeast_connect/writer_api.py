@@ -51,7 +51,11 @@ def write(
             when this one started (a retry after a client died).
         txnVersion: see ``txnAppId``; an integer in ``[0, 2**63-1]``.
         **options: other options: ``userMetadata``, ``mergeSchema``, ``delta.*`` table
-            properties. Unknown options are rejected.
+            properties, and ``partitionBy="<time column>:<update period>"`` (e.g.
+            ``"event_time:daily"``): a time-partitioned table, one Delta partition per
+            period in the column ``<time column>_partition``, its partition timeline in
+            the table properties (see ``qbeast_connect.rules.time_partitioning``); appends
+            keep the table's partitioning. Unknown options are rejected.
 
     Returns:
         A :class:`WriteResult`.

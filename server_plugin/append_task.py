@@ -19,9 +19,10 @@ regular write. :data:`DECLINED_MARKER` is how the client recognises that failure
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from qbeast_connect.exceptions import QbeastError
@@ -65,6 +66,8 @@ def plan_in_task(
     params = plan.append_task
     if params is None or plan.revision_json is None:
         return plan, list(arrow_batches(iterator))
+    if plan.partitioning is not None:
+        return _per_partition(plan, params, iterator)
     revision = Revision.from_json(plan.revision_json)
     d = revision.dimension_count
     dcs = revision.desired_cube_size
@@ -102,3 +105,76 @@ def plan_in_task(
         plan, cube_weights=weights_map, layout=layout, append_task=None
     )
     return completed, batches
+
+
+def _per_partition(
+    plan: WritePlan, params: Mapping[str, Any], iterator: Iterator[Any]
+) -> tuple[WritePlan, list[pa.RecordBatch]]:
+    """:func:`plan_in_task` for a time-partitioned table: one local tree per partition
+    value, grown from that partition's existing tree (``params["partitions"]``: value ->
+    ``existingWeights``/``existingCounts``), and one :class:`PartitionTree` per partition.
+
+    Raises:
+        SmallAppendDeclinedError: as :func:`plan_in_task`, for any partition.
+    """
+    from qbeast_connect.index.append_plan import (
+        beyond_bounds,
+        fits_local_trees,
+        weights_and_layout,
+    )
+    from qbeast_connect.index.estimation import DomainEstimator, group_cube_size
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.partition_trees import PartitionTree
+    from qbeast_connect.model.cube_id import CubeId
+    from qbeast_connect.model.revision import Revision
+
+    assert plan.revision_json is not None and plan.partitioning is not None
+    revision = Revision.from_json(plan.revision_json)
+    d = revision.dimension_count
+    dcs = revision.desired_cube_size
+    buffer = int(params["bufferCapacity"])
+    max_rows = int(params["maxRows"])
+    known: Mapping[str, Any] = params["partitions"]
+    estimators: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    batches: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in arrow_batches(iterator):
+        if not batch.num_rows:
+            continue
+        rows += batch.num_rows
+        if rows > max_rows:
+            raise SmallAppendDeclinedError(f"more than {max_rows} rows")
+        columns = [batch.column(name) for name in revision.column_names]
+        points = normalize(revision.transformations, columns)
+        if beyond_bounds(revision.transformations, columns, points):
+            raise SmallAppendDeclinedError("a value lies beyond the revision's bounds")
+        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
+        encoded = batch.column(plan.partitioning.column).dictionary_encode()
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        for code, value in enumerate(encoded.dictionary.to_pylist()):
+            at = np.flatnonzero(indices == code)
+            if value is None or not at.size:
+                continue  # a null partition: the writer reports it
+            estimator = estimators.get(value)
+            if estimator is None:
+                own = (known.get(value) or {}).get("existingWeights", {})
+                existing = {CubeId.from_string(c, d): int(w) for c, w in own.items()}
+                estimator = estimators[value] = DomainEstimator(
+                    d, group_cube_size(max(1, dcs), 1), buffer,
+                    existing_max_weights=existing or None,
+                )
+            estimator.add(points[at], weights[at])
+            counts[value] = counts.get(value, 0) + int(at.size)
+        batches.append(batch)
+    trees: dict[str, PartitionTree] = {}
+    for value, estimator in estimators.items():
+        if not fits_local_trees([counts[value]], dcs, buffer):
+            raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
+        own = (known.get(value) or {}).get("existingCounts", {})
+        existing_counts = {CubeId.from_string(c, d): int(n) for c, n in own.items()}
+        cube_weights, layout = weights_and_layout(
+            revision, estimator.finish(), existing_counts, counts[value]
+        )
+        trees[value] = PartitionTree(cube_weights, layout)
+    return dataclasses.replace(plan, partition_trees=trees, append_task=None), batches

@@ -180,9 +180,8 @@ class QbeastScanReader(ParquetFilesReader):
         qsnap = qbeast_view(snapshot)
         # Spark pushes filters with literals already of their column's type: no time zone
         # is involved in binding them to the schema.
-        plan = plan_files(
-            qsnap, self.predicate(), None, file_stats=stats_by_path(adds), schema=self.schema
-        )
+        stats = stats_by_path(adds, snapshot.metadata.configuration, self.schema)
+        plan = plan_files(qsnap, self.predicate(), None, file_stats=stats, schema=self.schema)
         keys = {add.path: key for key, add in snapshot.files.items()}
         selected = [(keys[f.path], f.size) for f in plan.files]
         # partitions() packs these with the files (a partition column's values are in the log)

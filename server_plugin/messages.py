@@ -18,6 +18,8 @@ class WrittenFile:
         stats: Delta statistics JSON (None when the bounds cannot be expressed).
         tags: qbeast tags (``revision`` and ``blocks``); None for unindexed files.
         num_records: rows in the file.
+        partition_values: the file's ``partitionValues`` (time-partitioned tables), or
+            None.
     """
 
     path: str
@@ -26,6 +28,7 @@ class WrittenFile:
     stats: str | None
     tags: dict[str, str] | None
     num_records: int
+    partition_values: dict[str, str | None] | None = None
 
 
 @dataclass(frozen=True)

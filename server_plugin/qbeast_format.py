@@ -148,6 +148,21 @@ def _require_space(
         )
 
 
+def _refuse_time_partitions(partition_by: str | None, snapshot: Any) -> None:
+    """``format("qbeast")`` does not write time partitions: say so instead of ignoring
+    ``partitionBy`` or writing unpartitioned files into a partitioned table."""
+    from qbeast_connect.rules.time_partitioning import partitioning_of
+
+    table = partitioning_of(snapshot.metadata.configuration) if snapshot is not None else None
+    if partition_by is not None or table is not None:
+        raise InvalidOptionError(
+            "format('qbeast') does not write time-partitioned tables"
+            + (f" (the table is partitioned by {table.text!r})" if table is not None else "")
+            + "; use qbeast_connect.write(df, path, partitionBy='<time column>:<period>', "
+            "mode=...)"
+        )
+
+
 def plan_format_write(
     options: Mapping[str, str], schema: StructType, overwrite: bool
 ) -> tuple[Any, bool]:
@@ -184,6 +199,7 @@ def plan_format_write(
     snapshot = read_delta_snapshot(path, None)
     exists = snapshot is not None
     appending = exists and not overwrite
+    _refuse_time_partitions(opts.partition_by, snapshot)
     qsnap = qbeast_view(snapshot) if snapshot is not None else None
     if appending and qsnap is not None and not qsnap.is_qbeast:
         raise NotAQbeastTableError(

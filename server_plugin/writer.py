@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError
+from qbeast_connect.index.partition_trees import EMPTY_TREE, PartitionTree
 from qbeast_connect.model.block import Block, encode_blocks
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
@@ -34,9 +35,12 @@ from server_plugin.delta.faults import crash_point
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.delta.uris import encode_path
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
+from server_plugin.time_partitions import PartitionCodes, committed_configuration
+from server_plugin.timeline_writer import partition_dir
 
 #: Rows a write task buffers before it writes them out (one file per file group per flush).
 FLUSH_ROWS = 4_000_000
@@ -114,6 +118,11 @@ class _TaskBuffer:
         )
         self.labels: list[str] = []
         self.label_ids: dict[str, int] = {}
+        #: the partition of every buffered row, for a time-partitioned table
+        self.partitions = None if plan.partitioning is None else PartitionCodes(plan.partitioning)
+        self.parts: list[np.ndarray] = []
+        #: one tree per partition (``WritePlan.partition_trees``): value -> (assigner, tree)
+        self.trees: dict[str, tuple[Any, PartitionTree]] = {}
         self.schema: pa.Schema | None = None
         self.batches: list[pa.RecordBatch] = []
         self.groups: list[np.ndarray] = []
@@ -130,8 +139,12 @@ class _TaskBuffer:
         from qbeast_connect.index.space import check_inside_space
 
         if self.schema is None:
-            self.schema = _data_schema(batch.schema)
+            self.schema = _data_schema(batch.schema, self.plan)
         self.batches.append(batch.select(self.schema.names))
+        codes = None
+        if self.partitions is not None:
+            codes = self.partitions.codes(batch)
+            self.parts.append(codes)
         if self.revision is not None and self.assigner is not None:
             with write_profile.phase("normalize"):
                 weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
@@ -141,10 +154,15 @@ class _TaskBuffer:
                 names = self.revision.column_names
                 check_inside_space(self.revision.transformations, names, columns, points)
             with write_profile.phase("assign"):
-                labels, inverse = self.assigner.assign_labels(points, weights)
-                local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
-                self.groups.append(self.plan.layout.groups(inverse, labels, weights))
-                self.cubes.append(local[inverse])
+                if codes is not None and self.plan.partition_trees is not None:
+                    groups, cubes = self._assign_per_partition(codes, points, weights)
+                else:
+                    labels, inverse = self.assigner.assign_labels(points, weights)
+                    local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
+                    groups = self.plan.layout.groups(inverse, labels, weights)
+                    cubes = local[inverse]
+                self.groups.append(groups)
+                self.cubes.append(cubes)
                 self.weights.append(weights)
             with write_profile.phase("morton"):
                 self.keys.append(morton_keys(points))
@@ -152,6 +170,41 @@ class _TaskBuffer:
         self.bytes += batch.nbytes
         if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
             self.flush()
+
+    def _tree(self, code: int) -> tuple[Any, PartitionTree]:
+        """The cube assigner and tree of the partition of ``code``."""
+        from qbeast_connect.index.assignment import CubeAssigner
+
+        assert self.partitions is not None and self.revision is not None
+        value = self.partitions.labels[code]
+        found = self.trees.get(value)
+        if found is None:
+            tree = (self.plan.partition_trees or {}).get(value, EMPTY_TREE)
+            assigner = CubeAssigner(self.revision.dimension_count, tree.cube_weights)
+            found = self.trees[value] = (assigner, tree)
+        return found
+
+    def _assign_per_partition(
+        self, codes: np.ndarray, points: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """File group (inside its partition) and cube label id of every row, each
+        partition's rows assigned with the partition's own tree."""
+        groups = np.zeros(len(codes), dtype=np.int64)
+        cubes = np.zeros(len(codes), dtype=np.int32)
+        for code in np.unique(codes).tolist():
+            rows = np.flatnonzero(codes == code)
+            assigner, tree = self._tree(int(code))
+            labels, inverse = assigner.assign_labels(points[rows], weights[rows])
+            local = np.array([self._label_id(label) for label in labels], dtype=np.int32)
+            groups[rows] = tree.layout.groups(inverse, labels, weights[rows])
+            cubes[rows] = local[inverse]
+        return groups, cubes
+
+    def _max_weight(self, label: str, part: int | None) -> int:
+        """The max weight of cube ``label`` in the tree of partition code ``part``."""
+        if part is not None and self.plan.partition_trees is not None:
+            return int(self._tree(part)[1].cube_weights.get(label, MAX_WEIGHT))
+        return int(self.plan.cube_weights.get(label, MAX_WEIGHT))
 
     def _label_id(self, label: str) -> int:
         found = self.label_ids.get(label)
@@ -165,14 +218,30 @@ class _TaskBuffer:
             return
         with write_profile.phase("concat"):
             table = pa.Table.from_batches(self.batches, schema=self.schema)
-        if self.revision is None:
+        parts = np.concatenate(self.parts) if self.parts else None
+        if self.revision is None and parts is None:
             self.written.append(self._write(table, None))
+        elif self.revision is None:
+            assert parts is not None
+            order = np.argsort(parts, kind="stable")
+            table = table.take(pa.array(order))
+            counts = np.bincount(parts)
+            start = 0
+            for part in np.flatnonzero(counts).tolist():
+                end = start + int(counts[part])
+                self.written.append(self._write(table.slice(start, end - start), None, part))
+                start = end
         else:
             from qbeast_connect.index.assignment import block_summaries
             from qbeast_connect.index.block_order import file_order
             from qbeast_connect.model.cube_id import cube_string_sort_key
 
             groups = np.concatenate(self.groups)
+            # a time-partitioned table: one file group per (partition, group), so that
+            # rows of different partitions never share a file
+            stride = int(groups.max()) + 1 if len(groups) else 1
+            if parts is not None:
+                groups = parts * stride + groups.astype(np.int64, copy=False)
             # cubes by CubeId rank: a file's blocks are written in cube order
             by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
                 self.labels[i]))
@@ -193,6 +262,7 @@ class _TaskBuffer:
             at = 0
             for group in np.flatnonzero(counts).tolist():
                 end = start + int(counts[group])
+                in_part = group // stride if parts is not None else None
                 blocks = []
                 while at < len(summaries) and summaries[at][0] == group:
                     _, cube_index, low, count = summaries[at]
@@ -201,20 +271,29 @@ class _TaskBuffer:
                         Block(
                             cube_id=label,
                             min_weight=int(low),
-                            max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
+                            max_weight=self._max_weight(label, in_part),
                             element_count=int(count),
                         )
                     )
                     at += 1
-                self.written.append(self._write(table.slice(start, end - start), blocks))
+                self.written.append(self._write(table.slice(start, end - start), blocks, in_part))
                 start = end
         self.batches, self.groups, self.cubes, self.weights = [], [], [], []
+        self.parts = []
         self.keys = []
         self.rows = 0
         self.bytes = 0
 
-    def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
+    def _write(
+        self, table: pa.Table, blocks: list[Block] | None, part: int | None = None
+    ) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
+        partition_values: dict[str, str | None] | None = None
+        if part is not None and self.partitions is not None:
+            column = self.partitions.partitioning.column
+            value = self.partitions.labels[part]
+            name = f"{partition_dir(column, value)}/{name}"
+            partition_values = {column: value}
         with write_profile.phase("options"):
             options = parquet_write_options(table)
         encode = write_profile.phase("parquet")
@@ -248,6 +327,7 @@ class _TaskBuffer:
             stats=_file_stats(table),
             tags=tags,
             num_records=table.num_rows,
+            partition_values=partition_values,
         )
 
 
@@ -280,12 +360,23 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
     return WriteTaskMessage(files=tuple(buffer.written))
 
 
-def _data_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f for f in schema if f.name != WEIGHT_COLUMN], metadata=None)
+def _data_schema(schema: pa.Schema, plan: WritePlan) -> pa.Schema:
+    """The columns a data file stores: not the weight, not a partition column."""
+    left_out = {WEIGHT_COLUMN}
+    if plan.partitioning is not None:
+        left_out.add(plan.partitioning.column)
+    return pa.schema([f for f in schema if f.name not in left_out], metadata=None)
 
 
 def _written_files(messages: Iterable[Any]) -> list[WrittenFile]:
     return task_files(messages, WriteTaskMessage)
+
+
+def _values(files: Sequence[WrittenFile], columns: Sequence[str]) -> list[str | None]:
+    """The partition values of ``files`` in the (one) time partition column."""
+    if not columns:
+        return []
+    return [(f.partition_values or {}).get(columns[0]) for f in files]
 
 
 def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
@@ -297,24 +388,39 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     new_table = plan.read_version < 0
     removed: list[str] = []
     base = None
+    partitioning = plan.partitioning
+    pcols = () if partitioning is None else (partitioning.column,)
     if new_table:
         if plan.schema_string is None:
             raise InvalidOptionError("a write that creates a table needs a schema")
+        config = committed_configuration(
+            partitioning, plan.configuration, None, True, _values(files, pcols)
+        )
         actions.extend(
-            create_table_actions(plan.schema_string, dict(plan.configuration or {}))
+            create_table_actions(plan.schema_string, dict(config or {}), partition_columns=pcols)
         )
     else:
         base = read_snapshot(storage, plan.read_version)
-        if plan.configuration is not None or plan.schema_string is not None:
+        config = committed_configuration(
+            partitioning,
+            plan.configuration,
+            base,
+            plan.mode == "overwrite",
+            _values(files, pcols),
+        )
+        if config is not None or plan.schema_string is not None:
             old = base.metadata
             configuration = old.configuration
-            if plan.configuration is not None:
-                configuration = FrozenMap(dict(plan.configuration))
+            if config is not None:
+                configuration = FrozenMap(dict(config))
             actions.append(
                 dataclasses.replace(
                     old,
                     schema_string=plan.schema_string or old.schema_string,
                     configuration=configuration,
+                    partition_columns=(
+                        pcols if (pcols and plan.mode == "overwrite") else old.partition_columns
+                    ),
                 )
             )
         if plan.mode == "overwrite":
@@ -346,8 +452,8 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     for f in files:
         actions.append(
             AddFile(
-                path=f.path,
-                partition_values={},
+                path=f.path if f.partition_values is None else encode_path(f.path),
+                partition_values=dict(f.partition_values or {}),
                 size=f.size,
                 modification_time=f.modification_time,
                 data_change=plan.data_change,
@@ -355,7 +461,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
                 tags=f.tags,
             )
         )
-    changes_metadata = new_table or plan.configuration is not None or plan.schema_string is not None
+    changes_metadata = new_table or config is not None or plan.schema_string is not None
     blind = (
         not changes_metadata and not removed and plan.mode == "append" and plan.data_change
     )

@@ -37,6 +37,7 @@ from qbeast_connect.planning.coercion import (
     is_utc,
     nan_excluded_columns,
 )
+from qbeast_connect.planning.partition_stats import partition_stats
 from qbeast_connect.planning.predicate import (
     Comparison,
     FalseLiteral,
@@ -255,19 +256,29 @@ def _index_select(
 # ---------------------------------------------------------------------------------------------
 
 
-def stats_by_path(add_actions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def stats_by_path(
+    add_actions: Iterable[Mapping[str, Any]],
+    configuration: Mapping[str, str] | None = None,
+    schema: object = None,
+) -> dict[str, Any]:
     """Map each add action's ``path`` to its ``stats`` (for ``plan_files(file_stats=…)``).
 
-    Accepts the add dicts themselves or ``{"add": {...}}`` wrappers.
+    Accepts the add dicts themselves or ``{"add": {...}}`` wrappers. With the table's
+    ``configuration`` and ``schema``, the files of a time-partitioned table also get the
+    bounds their partition proves (:mod:`~qbeast_connect.planning.partition_stats`).
     """
     out: dict[str, Any] = {}
+    adds: list[Mapping[str, Any]] = []
     for a in add_actions:
         if "add" in a and isinstance(a["add"], Mapping) and "path" not in a:
             a = a["add"]
         path = a.get("path")
         if isinstance(path, str):
             out[path] = a.get("stats")
-    return out
+            adds.append(a)
+    if configuration is None:
+        return out
+    return partition_stats(out, adds, configuration, schema)
 
 
 def _parse_stats(raw: object) -> Mapping[str, Any] | None:

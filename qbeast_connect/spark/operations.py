@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.model.column_spec import parse_columns_to_index
 from qbeast_connect.options import CUBE_SIZE_DEFAULT, parse_write_options
 from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.time_partitioning import partitioning_of
 from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import COMMAND_FORMAT, WRITE_FORMAT
@@ -187,6 +188,7 @@ def rewrite_files(
     revision_id: int,
     paths: list[str],
     opts: WriteOptions,
+    adds: Sequence[Mapping[str, Any]] = (),
 ) -> OptimizeResult:
     """Re-assign the rows of ``paths`` (read as ``source``) with the revision's current cube
     max weights and write them laid out by weight band and cube (one shuffle), in one commit.
@@ -195,7 +197,8 @@ def rewrite_files(
     actions all have ``dataChange: false`` (spec §1.6); there is no ``OPTIMIZE`` operation."""
     from pyspark.sql import functions as F
 
-    from qbeast_connect.index.layout import plan_layout, segments_from_blocks
+    from qbeast_connect.index.layout import FileLayout, plan_layout, segments_from_blocks
+    from qbeast_connect.spark.time_partitions import partition_trees_of
     from qbeast_connect.spark.write import group_by_file
 
     if not paths:
@@ -207,11 +210,17 @@ def rewrite_files(
     blocks = [b for f in snapshot.files_of(revision_id) if f.path in wanted for b in f.blocks]
     rows = sum(b.element_count for b in blocks)
     layout = plan_layout(segments_from_blocks(blocks), revision.desired_cube_size)
+    partitioning = partitioning_of(snapshot.configuration)
+    trees = None
+    if partitioning is not None:
+        # every partition is re-indexed with its own tree (spark.time_partitions)
+        trees = partition_trees_of(adds, snapshot, revision_id, partitioning.column, wanted)
+        weights, layout = {}, FileLayout.single()
     names = list(revision.column_names)
     weighted = source.select(
         "*", F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN)
     )
-    grouped = group_by_file(weighted, revision, weights, layout)
+    grouped = group_by_file(weighted, revision, weights, layout, trees, partitioning)
     plan = WritePlan(
         table_path=table_path,
         mode="append",
@@ -224,6 +233,8 @@ def rewrite_files(
         data_change=False,
         remove_paths=tuple(paths),
         hooks=opts.hooks,
+        partitioning=partitioning,
+        partition_trees=trees,
     )
     with translate_errors():
         writer = with_storage_options(grouped.write.format(WRITE_FORMAT), spark)

@@ -33,6 +33,7 @@ __all__ = [
     "UNKNOWN_SIZE_MAX_ROWS",
     "declined",
     "in_task_params",
+    "in_task_partition_params",
     "max_rows_for",
     "may_use",
 ]
@@ -122,6 +123,24 @@ def in_task_params(
         "bufferCapacity": buffer_capacity,
         "maxRows": min(max_rows, buffer_capacity, sample_rows),
     }
+
+
+def in_task_partition_params(
+    statuses: Mapping[str, Mapping[Any, Any]], buffer_capacity: int, sample_rows: int,
+    max_rows: int = SMALL_APPEND_MAX_ROWS,
+) -> dict[str, Any]:
+    """:func:`in_task_params` for a time-partitioned table, whose partitions are trees of
+    their own: ``partitions`` maps each existing partition value (``statuses``: its cube
+    statuses) to its ``existingWeights`` and ``existingCounts``."""
+    out = in_task_params({}, buffer_capacity, sample_rows, max_rows)
+    out["partitions"] = {}
+    for value, own in statuses.items():
+        params = in_task_params(own, buffer_capacity, sample_rows, max_rows)
+        out["partitions"][value] = {
+            "existingWeights": params["existingWeights"],
+            "existingCounts": params["existingCounts"],
+        }
+    return out
 
 
 def declined(exc: BaseException) -> bool:

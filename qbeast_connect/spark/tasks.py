@@ -76,6 +76,64 @@ def estimate_domains(
         )
 
 
+#: Output schema of :func:`estimate_partition_domains`.
+PARTITION_DOMAIN_SCHEMA = "part string, cube string, domain double"
+
+
+def estimate_partition_domains(
+    params_json: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """:func:`estimate_domains` for a time-partitioned table: one set of local OTrees per
+    partition value, so that every partition's cube domains are its own tree's.
+
+    Args:
+        params_json: as for :func:`estimate_domains`, but ``existing`` maps each partition
+            value to the max weights of that partition's existing inner cubes.
+        batches: the weight, the indexed columns in the revision's order, then the
+            partition value (by position).
+    """
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import check_inside_space
+
+    params = json.loads(params_json)
+    existing_by_part: dict[str, Any] = params["existing"]
+    revision = Revision.from_json(params["revision"])
+    d = revision.dimension_count
+    estimators: dict[str, Any] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        columns = [batch.column(i + 1) for i in range(d)]
+        points = normalize(revision.transformations, columns)
+        check_inside_space(revision.transformations, revision.column_names, columns, points)
+        weights = batch.column(0).to_numpy(zero_copy_only=False)
+        encoded = batch.column(d + 1).dictionary_encode()
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        for code, value in enumerate(encoded.dictionary.to_pylist()):
+            rows = np.flatnonzero(indices == code)
+            if not rows.size:
+                continue
+            estimator = estimators.get(value)
+            if estimator is None:
+                own = dict(params, existing=existing_by_part.get(value, {}))
+                estimator = estimators[value] = _domain_estimator(own)[1]
+            estimator.add(points[rows], weights[rows])
+    parts: list[str] = []
+    cubes: list[str] = []
+    values: list[float] = []
+    for value, estimator in estimators.items():
+        for cube, domain in estimator.finish().items():
+            parts.append(value)
+            cubes.append(cube)
+            values.append(float(domain))
+    if cubes:
+        yield pa.RecordBatch.from_pydict(
+            {"part": parts, "cube": cubes, "domain": values},
+            schema=pa.schema([("part", pa.string()), ("cube", pa.string()),
+                              ("domain", pa.float64())]),
+        )
+
+
 #: Name of the helper column carrying a row's file group in consolidating writes.
 GROUP_COLUMN = "_qbeastGroup"
 
@@ -152,3 +210,49 @@ def assign_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.
     weights = weight.to_numpy(zero_copy_only=False)
     labels, inverse = assigner.assign_labels(points, weights)
     return pa.array(keys[layout.groups(inverse, labels, weights)], type=pa.int32())
+
+
+@functools.lru_cache(maxsize=4)
+def _partition_assigners(params_json: str) -> tuple[Revision, dict[str, Any], dict[str, int], Any]:
+    """The revision, every partition's (assigner, layout), the partitions' first group
+    numbers and the partition keys of a consolidating write to a time-partitioned table."""
+    from qbeast_connect.index.assignment import CubeAssigner
+    from qbeast_connect.index.partition_trees import group_offsets, trees_from_json
+
+    params = json.loads(params_json)
+    revision = Revision.from_json(params["revision"])
+    trees = trees_from_json(params["trees"]) or {}
+    offsets, count = group_offsets(trees)
+    assigners = {
+        value: (CubeAssigner(revision.dimension_count, tree.cube_weights), tree.layout)
+        for value, tree in trees.items()
+    }
+    return revision, assigners, offsets, partition_keys(count)
+
+
+def assign_partition_groups(params_json: str, weight: pa.Array, *columns: pa.Array) -> pa.Array:
+    """:func:`assign_groups` for a time-partitioned table: the last column is the
+    partition value, and each partition's rows get groups of that partition's tree
+    (``params_json`` has ``trees`` instead of one ``cubeWeights``/``layout``)."""
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import check_inside_space
+
+    revision, assigners, offsets, keys = _partition_assigners(params_json)
+    if len(weight) == 0:
+        return pa.array([], type=pa.int32())
+    indexed, part = list(columns[:-1]), columns[-1]
+    points = normalize(revision.transformations, indexed)
+    check_inside_space(revision.transformations, revision.column_names, indexed, points)
+    weights = weight.to_numpy(zero_copy_only=False)
+    groups = np.full(len(weight), len(keys) - 1, dtype=np.int64)  # no tree: the last group
+    encoded = part.dictionary_encode()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    for code, value in enumerate(encoded.dictionary.to_pylist()):
+        found = assigners.get(value)
+        rows = np.flatnonzero(indices == code)
+        if found is None or not rows.size:
+            continue
+        assigner, layout = found
+        labels, inverse = assigner.assign_labels(points[rows], weights[rows])
+        groups[rows] = offsets[value] + layout.groups(inverse, labels, weights[rows])
+    return pa.array(keys[groups], type=pa.int32())

@@ -39,6 +39,7 @@ from qbeast_connect.exceptions import (
     TableAlreadyExistsError,
 )
 from qbeast_connect.index.layout import FileLayout
+from qbeast_connect.index.partition_trees import PartitionTree
 from qbeast_connect.model.column_spec import ColumnSpec, parse_columns_to_index
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import (
@@ -64,7 +65,8 @@ from qbeast_connect.rules.columns import (
 )
 from qbeast_connect.rules.schema import append_schema, column_types, nullable_schema_json
 from qbeast_connect.rules.table_config import LAST_REVISION_KEY, write_configuration
-from qbeast_connect.spark import small_append
+from qbeast_connect.rules.time_partitioning import TimePartitioning
+from qbeast_connect.spark import small_append, time_partitions
 from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import WRITE_FORMAT
@@ -131,8 +133,13 @@ def group_by_file(
     revision: Revision,
     weights: Mapping[str, int],
     layout: FileLayout,
+    trees: Mapping[str, PartitionTree] | None = None,
+    partitioning: TimePartitioning | None = None,
 ) -> DataFrame:
     """Repartition rows (with their weight column) so that each file group is in one task.
+
+    With ``trees`` (a time-partitioned table, one tree per partition) a file group is a
+    group of a partition's own layout, numbered apart from the other partitions'.
 
     An Arrow UDF computes every row's file group from its weight and indexed columns (only
     those columns travel to Python), one shuffle brings each group to a partition of its
@@ -143,25 +150,32 @@ def group_by_file(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
-    from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups
+    from qbeast_connect.index.partition_trees import group_offsets, trees_to_json
+    from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups, assign_partition_groups
 
-    params = json.dumps(
-        {
-            "revision": revision.to_json(),
-            "cubeWeights": dict(weights),
-            "layout": layout.to_json_value(),
-        }
-    )
-    with warnings.catch_warnings():
-        # the UDF type is given explicitly: the body's signature has no per-argument hints
-        warnings.simplefilter("ignore", UserWarning)
-        group = arrow_udf(functools.partial(assign_groups, params), "int", ArrowUDFType.SCALAR)
     columns = [
         F.col(WEIGHT_COLUMN), *[F.col(quote_identifier(n)) for n in revision.column_names]
     ]
+    body: Any = assign_groups
+    count = max(1, layout.group_count)
+    values: dict[str, Any] = {
+        "revision": revision.to_json(),
+        "cubeWeights": dict(weights),
+        "layout": layout.to_json_value(),
+    }
+    if trees is not None and partitioning is not None:
+        body = assign_partition_groups
+        values["trees"] = trees_to_json(trees)
+        count = group_offsets(trees)[1]
+        columns.append(F.col(quote_identifier(partitioning.column)))
+    params = json.dumps(values)
+    with warnings.catch_warnings():
+        # the UDF type is given explicitly: the body's signature has no per-argument hints
+        warnings.simplefilter("ignore", UserWarning)
+        group = arrow_udf(functools.partial(body, params), "int", ArrowUDFType.SCALAR)
     return (
         df.withColumn(GROUP_COLUMN, group(*columns))
-        .repartition(max(1, layout.group_count), F.col(GROUP_COLUMN))
+        .repartition(count, F.col(GROUP_COLUMN))
         .drop(GROUP_COLUMN)
     )
 
@@ -244,6 +258,8 @@ class _Writer:
         self.timings: dict[str, float] = {}
         #: True once ``df`` is a frozen copy of the input (see ``write_input``).
         self.frozen = False
+        #: The time partitioning of the table written (``spark.time_partitions``).
+        self.partitioning: TimePartitioning | None = None
 
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -278,8 +294,11 @@ class _Writer:
                     raise
             with self._phase("schema"):
                 schema: StructType = analysed.result()
-        schema_json = str(schema.json())
         check_column_names(schema.names, self.path)
+        self.df, schema, self.partitioning = time_partitions.prepare(
+            self.df, schema, state, self.mode, self.options
+        )
+        schema_json = str(schema.json())
         if state.exists:
             if self.mode == "errorifexists":
                 raise TableAlreadyExistsError(
@@ -406,8 +425,25 @@ class _Writer:
         existing = (
             qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
         )
+        trees = None
+        weights: dict[str, int]
         with self._phase("estimation"):
-            weights, layout = self._estimate(revision, total, per_partition, existing)
+            if self.partitioning is not None:
+                # each time partition is a tree of its own (spark.time_partitions)
+                statuses = (
+                    time_partitions.partition_statuses(
+                        state, qsnap, revision.revision_id, self.partitioning.column
+                    )
+                    if (same_revision and qsnap)
+                    else {}
+                )
+                params, fraction = self._estimation_params(revision, total, per_partition, {})
+                trees = time_partitions.estimate_trees(
+                    self.df, revision, self.partitioning, params, fraction, statuses
+                )
+                weights, layout = {}, FileLayout.single()
+            else:
+                weights, layout = self._estimate(revision, total, per_partition, existing)
         configuration = None
         if plan.is_new or not appending:
             configuration = write_configuration(
@@ -428,6 +464,7 @@ class _Writer:
             else None,
             new_revision=plan.is_new,
             schema_changed=schema_changed,
+            partition_trees=trees,
         )
 
     def _one_job_append(
@@ -437,11 +474,20 @@ class _Writer:
         computes the cube max weights and layout of its rows itself (see
         :mod:`qbeast_connect.spark.small_append`); None when the task declined the rows
         (nothing was committed) and the append needs the regular jobs."""
-        existing = qsnap.cube_statuses(latest.revision_id)
-        task = small_append.in_task_params(
-            existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS,
-            small_append.max_rows_for(self.df),
-        )
+        max_rows = small_append.max_rows_for(self.df)
+        if self.partitioning is not None:
+            # each partition grows its own tree (spark.time_partitions)
+            statuses = time_partitions.partition_statuses(
+                state, qsnap, latest.revision_id, self.partitioning.column
+            )
+            task = small_append.in_task_partition_params(
+                statuses, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
+            )
+        else:
+            existing = qsnap.cube_statuses(latest.revision_id)
+            task = small_append.in_task_params(
+                existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
+            )
         changed = schema_string != state.schema_string
         try:
             # the latest revision, its configuration kept: as the regular path does for an
@@ -521,6 +567,30 @@ class _Writer:
             stats[spec.name] = ColumnStats(min=low, max=high)
         return total, per_partition, stats
 
+    @staticmethod
+    def _estimation_params(
+        revision: Revision,
+        total: int,
+        per_partition: list[int],
+        existing: Mapping[CubeId, Any],
+    ) -> tuple[dict[str, Any], float]:
+        """The estimation job's parameters and the share of the rows it samples."""
+        from qbeast_connect.index.estimation import group_cube_size
+
+        buffer = BUFFER_CAPACITY_DEFAULT
+        dcs = revision.desired_cube_size
+        fraction = estimation_fraction(total, dcs)
+        sampled = [n * fraction for n in per_partition if n > 0]
+        num_trees = sum(max(1, -(-int(n) // buffer)) for n in sampled)
+        gcs = group_cube_size(max(1, int(dcs * fraction)), num_trees)
+        params = {
+            "revision": revision.to_json(),
+            "groupCubeSize": gcs,
+            "bufferCapacity": buffer,
+            "existing": _inner_weights(existing),
+        }
+        return params, fraction
+
     def _estimate(
         self,
         revision: Revision,
@@ -530,24 +600,10 @@ class _Writer:
     ) -> tuple[dict[str, int], FileLayout]:
         from pyspark.sql import functions as F
 
-        from qbeast_connect.index.estimation import group_cube_size
         from qbeast_connect.spark.tasks import DOMAIN_SCHEMA, estimate_domains
 
-        buffer = BUFFER_CAPACITY_DEFAULT
-        dcs = revision.desired_cube_size
-        fraction = estimation_fraction(total, dcs)
-        sampled = [n * fraction for n in per_partition if n > 0]
-        num_trees = sum(max(1, -(-int(n) // buffer)) for n in sampled)
-        gcs = group_cube_size(max(1, int(dcs * fraction)), num_trees)
-        existing_weights = _inner_weights(existing)
-        params = json.dumps(
-            {
-                "revision": revision.to_json(),
-                "groupCubeSize": gcs,
-                "bufferCapacity": buffer,
-                "existing": existing_weights,
-            }
-        )
+        values, fraction = self._estimation_params(revision, total, per_partition, existing)
+        params = json.dumps(values)
         names = list(revision.column_names)
         # plain positional names: mapInArrow resolves its input by name, and a dot or a
         # backtick in a column name would be read as a path
@@ -602,6 +658,7 @@ class _Writer:
         schema_changed: bool = False,
         revision_id: int | None = None,
         append_task: Mapping[str, Any] | None = None,
+        partition_trees: Mapping[str, PartitionTree] | None = None,
     ) -> WriteResult:
         from pyspark.sql import functions as F
 
@@ -626,6 +683,8 @@ class _Writer:
             remove_paths=self.remove_paths,
             hooks=self.options.hooks,
             append_task=append_task,
+            partitioning=self.partitioning,
+            partition_trees=partition_trees,
         )
         # a one-job small append has one task that sees all the rows
         df = self.df if append_task is None else self.df.coalesce(1)
@@ -635,7 +694,8 @@ class _Writer:
             # a merge of revisions rewrites them whole: one file per group, as optimize does
             many = self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS or self.target is not None
             if many and layout is not None:
-                df = group_by_file(df, revision, weights, layout)
+                df = group_by_file(df, revision, weights, layout, plan.partition_trees,
+                                   self.partitioning)
         with self._phase("write"), translate_errors():
             writer = with_storage_options(df.write.format(WRITE_FORMAT), self.spark)
             writer.option("plan", plan.to_json()).mode("append").save()

@@ -15,10 +15,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
-from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.planning.file_planner import plan_files, stats_by_path
+from qbeast_connect.planning.predicate import Predicate, from_sql, quote_identifier
+from qbeast_connect.spark.balance import balanced_column
+from qbeast_connect.spark.columns import from_column
 from qbeast_connect.spark.files import read_table_files
 from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.timeline.cover import CoverPlan, TimelineOracle, plan_cover
@@ -28,7 +31,7 @@ from qbeast_connect.timeline.update_period import UpdatePeriod
 from qbeast_connect.timeline.writer import timelines_of_state
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.connect.session import SparkSession
 
 __all__ = ["Fact"]
@@ -186,28 +189,32 @@ class Fact:
         """
         return self.plan(start, end).require_complete(self._name)
 
-    def read(self, start: TimeLike, end: TimeLike) -> DataFrame:
-        """One DataFrame with the rows of exactly the partitions of :meth:`cover`.
+    def files(
+        self, start: TimeLike, end: TimeLike, where: Column | str | None = None
+    ) -> dict[str, list[str]]:
+        """Table path -> the files (log paths) :meth:`read` opens for ``[start, end)``.
 
-        The files come from the loaded Delta snapshots (never from a directory listing);
-        the partition column is rebuilt from the partition directories as a string.
+        The files of the covering partitions; with ``where``, only those the qbeast index
+        (time-partitioned qbeast tables: cubes inside each partition) and the file
+        statistics cannot rule out.
 
         Raises:
             UncoverableRangeError: see :meth:`cover`.
         """
-        from pyspark.sql.types import StructType
+        chosen = self._files(start, end, where)
+        return {path: [str(a["path"]) for a in adds] for path, adds in chosen.items()}
 
+    def _files(
+        self, start: TimeLike, end: TimeLike, where: Column | str | None
+    ) -> dict[str, list[Mapping[str, Any]]]:
         parts = self.cover(start, end)
         wanted: dict[str, set[str]] = {}
         for path, partition in parts:
             wanted.setdefault(path, set()).add(str(partition))
-        frames: list[DataFrame] = []
-        first_schema: StructType | None = None
+        predicate = None if where is None else _predicate(where)
+        out: dict[str, list[Mapping[str, Any]]] = {}
         for path in self._tables:
             state = self._load(path)
-            schema = StructType.fromJson(_json(state.schema_string))
-            if first_schema is None:
-                first_schema = schema
             values = wanted.get(path)
             if not values:
                 continue
@@ -216,6 +223,41 @@ class Fact:
                 for add in state.adds
                 if (add.get("partitionValues") or {}).get(self._column) in values
             ]
+            if predicate is not None and selected:
+                keep = set(_pruned_paths(self._spark, state, predicate))
+                selected = [add for add in selected if str(add.get("path")) in keep]
+            out[path] = selected
+        return out
+
+    def read(
+        self, start: TimeLike, end: TimeLike, where: Column | str | None = None
+    ) -> DataFrame:
+        """One DataFrame with the rows of exactly the partitions of :meth:`cover`.
+
+        The files come from the loaded Delta snapshots (never from a directory listing);
+        the partition column is rebuilt from the partition directories as a string.
+
+        Args:
+            start: first instant of the range.
+            end: first instant after it.
+            where: an optional filter (Column or SQL string), applied to the rows; it also
+                prunes files (see :meth:`files`), which never changes the answer.
+
+        Raises:
+            UncoverableRangeError: see :meth:`cover`.
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        chosen = self._files(start, end, where)
+        frames: list[DataFrame] = []
+        first_schema: StructType | None = None
+        for path in self._tables:
+            state = self._load(path)
+            schema = StructType.fromJson(_json(state.schema_string))
+            if first_schema is None:
+                first_schema = schema
+            selected = chosen.get(path)
             if not selected:
                 continue
             frame = read_table_files(
@@ -232,11 +274,39 @@ class Fact:
                 ],
             )
             frame = frame.select(*[quote_identifier(n) for n in schema.fieldNames()])
+            if where is not None:
+                frame = frame.filter(
+                    F.expr(where) if isinstance(where, str) else balanced_column(where)
+                )
             frames.append(frame)
         if not frames:
             assert first_schema is not None
             return self._spark.createDataFrame([], first_schema)
         return functools.reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _predicate(where: Column | str) -> Predicate:
+    if isinstance(where, str):
+        return from_sql(where)
+    return from_column(where)
+
+
+def _pruned_paths(spark: SparkSession, state: TableState, predicate: Predicate) -> tuple[str, ...]:
+    """The files of ``state`` a read filtered by ``predicate`` must open."""
+    schema: object = state.schema_string or {}
+    try:
+        time_zone = spark.conf.get("spark.sql.session.timeZone")
+    except Exception:  # an old or restricted server: prune no time-zone-dependent leaf
+        time_zone = None
+    plan = plan_files(
+        state.qbeast(),
+        predicate,
+        None,
+        file_stats=stats_by_path(state.adds, state.configuration, schema),
+        schema=schema,
+        time_zone=time_zone if isinstance(time_zone, str) else None,
+    )
+    return plan.paths
 
 
 def _json(text: str | None) -> dict[str, object]:

@@ -23,6 +23,7 @@ from qbeast_connect.exceptions import (
 )
 from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.rules.schema import nullable_schema_json
+from qbeast_connect.rules.time_partitioning import partition_string_sql
 from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.location import table_location
@@ -89,39 +90,7 @@ def canonical_partition_sql(column_sql: str, data_type: DataType, period: Update
     Raises:
         InvalidOptionError: the column type is not a timestamp, date or string.
     """
-    type_name = data_type.typeName()
-    if type_name == "string":
-        return column_sql
-    if type_name == "timestamp":
-        # an instant -> UTC wall clock, with no session time zone involved
-        epoch = "timestamp_ntz'1970-01-01 00:00:00'"
-        utc = f"timestampadd(MICROSECOND, unix_micros({column_sql}), {epoch})"
-    elif type_name == "timestamp_ntz":
-        utc = column_sql
-    elif type_name == "date":
-        utc = f"cast({column_sql} as timestamp_ntz)"
-    else:
-        raise InvalidOptionError(
-            f"a time partition column must be a timestamp, date or string (a canonical "
-            f"partition string such as {period.example!r}); got {data_type.simpleString()}"
-        )
-    name = period.value
-    if name == "minutely":
-        return f"date_format({utc}, 'yyyy-MM-dd-HH-mm')"
-    if name == "hourly":
-        return f"date_format({utc}, 'yyyy-MM-dd-HH')"
-    if name == "daily":
-        return f"date_format({utc}, 'yyyy-MM-dd')"
-    if name == "weekly":
-        return (
-            f"concat(lpad(cast(extract(YEAROFWEEK FROM {utc}) as string), 4, '0'), '-W', "
-            f"lpad(cast(weekofyear({utc}) as string), 2, '0'))"
-        )
-    if name == "monthly":
-        return f"date_format({utc}, 'yyyy-MM')"
-    if name == "quarterly":
-        return f"concat(date_format({utc}, 'yyyy'), '-Q', cast(quarter({utc}) as string))"
-    return f"date_format({utc}, 'yyyy')"
+    return partition_string_sql(column_sql, data_type.typeName(), period)
 
 
 def _resolve_column(names: list[str], column: str) -> str:
