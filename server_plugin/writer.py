@@ -34,11 +34,13 @@ from server_plugin.delta.faults import crash_point
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
+from server_plugin.group_spill import GroupSpill
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
 
-#: Rows a write task buffers before it writes them out (one file per file group per flush).
+#: Rows a write task buffers before it sets them aside by file group (or, unindexed, writes
+#: them out as one file).
 FLUSH_ROWS = 4_000_000
 #: Arrow bytes a write task buffers, at most, before it writes them out: wide rows flush
 #: earlier than ``FLUSH_ROWS`` so that a Python worker's memory does not grow with row width.
@@ -98,7 +100,10 @@ class _TaskBuffer:
     Rows are buffered as they arrive and written out at a flush with one sort by file
     group, cube and Z-order inside the cube (``qbeast_connect.index.block_order``) and one
     ``take``: each group is then a zero-copy slice written as one file, its blocks in cube
-    order, every block but small ones in row groups of its own.
+    order, every block but small ones in row groups of its own. A buffer that fills up
+    before the task's last row is set aside by file group on local disk
+    (:mod:`server_plugin.group_spill`), so a task writes one file per file group however
+    many rows it streams.
     """
 
     def __init__(self, plan: WritePlan, storage: Storage) -> None:
@@ -123,6 +128,7 @@ class _TaskBuffer:
         self.rows = 0
         self.bytes = 0
         self.written: list[WrittenFile] = []
+        self.spill = GroupSpill()
 
     def add(self, batch: pa.RecordBatch) -> None:
         from qbeast_connect.index.block_order import morton_keys
@@ -151,7 +157,10 @@ class _TaskBuffer:
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
         if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
-            self.flush()
+            if self.revision is None:
+                self.flush()
+            else:
+                self._spill()
 
     def _label_id(self, label: str) -> int:
         found = self.label_ids.get(label)
@@ -160,58 +169,104 @@ class _TaskBuffer:
             self.labels.append(label)
         return found
 
-    def flush(self) -> None:
-        if not self.rows or self.schema is None:
-            return
+    def _take_buffer(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The buffered rows with their groups, local cube ids, weights and Z-order keys;
+        the buffer is emptied."""
+        assert self.schema is not None
         with write_profile.phase("concat"):
             table = pa.Table.from_batches(self.batches, schema=self.schema)
-        if self.revision is None:
-            self.written.append(self._write(table, None))
-        else:
-            from qbeast_connect.index.assignment import block_summaries
-            from qbeast_connect.index.block_order import file_order
-            from qbeast_connect.model.cube_id import cube_string_sort_key
+        taken = (
+            table,
+            np.concatenate(self.groups),
+            np.concatenate(self.cubes),
+            np.concatenate(self.weights),
+            np.concatenate(self.keys),
+        )
+        self._clear()
+        return taken
 
-            groups = np.concatenate(self.groups)
-            # cubes by CubeId rank: a file's blocks are written in cube order
-            by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
-                self.labels[i]))
-            rank_of = np.empty(len(self.labels), dtype=np.int32)
-            rank_of[np.asarray(by_rank, dtype=np.int64)] = np.arange(len(by_rank), dtype=np.int32)
-            labels = [self.labels[i] for i in by_rank]
-            cubes = rank_of[np.concatenate(self.cubes)]
-            weights = np.concatenate(self.weights)
-            # (group, cube rank, min weight, rows), sorted by group then cube: the row order
-            with write_profile.phase("summaries"):
-                summaries = block_summaries(groups, cubes, weights)
-            with write_profile.phase("sort"):
-                order = file_order(groups, cubes, np.concatenate(self.keys))
-            with write_profile.phase("take"):
-                table = table.take(pa.array(order))
-            counts = np.bincount(groups, minlength=int(groups.max()) + 1)
-            start = 0
-            at = 0
-            for group in np.flatnonzero(counts).tolist():
-                end = start + int(counts[group])
-                blocks = []
-                while at < len(summaries) and summaries[at][0] == group:
-                    _, cube_index, low, count = summaries[at]
-                    label = labels[cube_index]
-                    blocks.append(
-                        Block(
-                            cube_id=label,
-                            min_weight=int(low),
-                            max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
-                            element_count=int(count),
-                        )
-                    )
-                    at += 1
-                self.written.append(self._write(table.slice(start, end - start), blocks))
-                start = end
+    def _clear(self) -> None:
         self.batches, self.groups, self.cubes, self.weights = [], [], [], []
         self.keys = []
         self.rows = 0
         self.bytes = 0
+
+    def _spill(self) -> None:
+        """Set a full buffer aside by file group (:mod:`server_plugin.group_spill`): the
+        task still writes one file per file group at its end."""
+        if not self.rows or self.schema is None:
+            return
+        taken = self._take_buffer()
+        with write_profile.phase("spill"):
+            self.spill.add(*taken)
+
+    def flush(self) -> None:
+        """Write the task's rows: one file per file group (one per flush if unindexed)."""
+        if not self.rows and not self.spill:
+            return
+        if self.revision is None:
+            if self.rows and self.schema is not None:
+                with write_profile.phase("concat"):
+                    table = pa.Table.from_batches(self.batches, schema=self.schema)
+                self._clear()
+                self.written.append(self._write(table, None))
+            return
+        if not self.spill:
+            self._write_groups(*self._take_buffer())
+            return
+        self._spill()
+        for group, table, cubes, weights, keys in self.spill.groups():
+            groups = np.full(table.num_rows, group, dtype=np.int64)
+            self._write_groups(table, groups, cubes, weights, keys)
+        self.spill.close()
+
+    def _write_groups(
+        self,
+        table: pa.Table,
+        groups: np.ndarray,
+        local_cubes: np.ndarray,
+        weights: np.ndarray,
+        keys: np.ndarray,
+    ) -> None:
+        """Write one file per file group of these rows, its blocks in cube order."""
+        from qbeast_connect.index.assignment import block_summaries
+        from qbeast_connect.index.block_order import file_order
+        from qbeast_connect.model.cube_id import cube_string_sort_key
+
+        # cubes by CubeId rank: a file's blocks are written in cube order
+        by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
+            self.labels[i]))
+        rank_of = np.empty(len(self.labels), dtype=np.int32)
+        rank_of[np.asarray(by_rank, dtype=np.int64)] = np.arange(len(by_rank), dtype=np.int32)
+        labels = [self.labels[i] for i in by_rank]
+        cubes = rank_of[local_cubes]
+        # (group, cube rank, min weight, rows), sorted by group then cube: the row order
+        with write_profile.phase("summaries"):
+            summaries = block_summaries(groups, cubes, weights)
+        with write_profile.phase("sort"):
+            order = file_order(groups, cubes, keys)
+        with write_profile.phase("take"):
+            table = table.take(pa.array(order))
+        counts = np.bincount(groups, minlength=int(groups.max()) + 1)
+        start = 0
+        at = 0
+        for group in np.flatnonzero(counts).tolist():
+            end = start + int(counts[group])
+            blocks = []
+            while at < len(summaries) and summaries[at][0] == group:
+                _, cube_index, low, count = summaries[at]
+                label = labels[cube_index]
+                blocks.append(
+                    Block(
+                        cube_id=label,
+                        min_weight=int(low),
+                        max_weight=int(self.plan.cube_weights.get(label, MAX_WEIGHT)),
+                        element_count=int(count),
+                    )
+                )
+                at += 1
+            self.written.append(self._write(table.slice(start, end - start), blocks))
+            start = end
 
     def _write(self, table: pa.Table, blocks: list[Block] | None) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
@@ -271,11 +326,14 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
     buffer = _TaskBuffer(plan, storage_for(plan.table_path))
     received = 0
     with deleted_unless_committed(buffer.storage, buffer.written):
-        for batch in arrow_batches(write_profile.receiving(iterator)):
-            if batch.num_rows:
-                received += batch.num_rows
-                buffer.add(batch)
-        buffer.flush()
+        try:
+            for batch in arrow_batches(write_profile.receiving(iterator)):
+                if batch.num_rows:
+                    received += batch.num_rows
+                    buffer.add(batch)
+            buffer.flush()
+        finally:
+            buffer.spill.close()
     write_profile.finish(received)
     return WriteTaskMessage(files=tuple(buffer.written))
 
