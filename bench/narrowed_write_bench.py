@@ -94,6 +94,10 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=3)
     parser.add_argument("--modes", default="narrowed,shuffled")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--warm-sf", type=float, default=None,
+                        help="warm up on this scale factor instead of the measured one")
+    parser.add_argument("--qbeast-first", action="store_true",
+                        help="start every even round with the qbeast writes")
     args = parser.parse_args()
 
     import qbeast_connect as qc
@@ -115,7 +119,8 @@ def main() -> None:
         source = lineitem(sf)
         df = spark.read.parquet(source)
         rows = df.count()
-        warm_up(df, columns)
+        warm_up(df if args.warm_sf is None else spark.read.parquet(lineitem(args.warm_sf)),
+                columns)
         times: dict[str, list[float]] = {}
         files: dict[str, int] = {}
         sizes: dict[str, int] = {}
@@ -124,7 +129,7 @@ def main() -> None:
         paths: dict[str, str] = {}
         for r in range(args.rounds):
             order = ["parquet", *modes]
-            if r % 2:
+            if (r % 2 == 1) != args.qbeast_first:
                 order.reverse()
             for engine in order:
                 path = fresh_dir(f"narrowed_{engine}_{sf:g}")
@@ -155,7 +160,7 @@ def main() -> None:
         reads: dict[str, dict[str, Any]] = {}
         plain = spark.read.parquet(paths["parquet"])
         tables = {m: qc.QbeastTable.forPath(spark, paths[m]) for m in modes}
-        for shape in shapes(source)[:2]:
+        for shape in shapes(source)[:2] if args.reads else []:
             where = shape["where"]
             walls: dict[str, list[float]] = {}
             answers: dict[str, Any] = {}
