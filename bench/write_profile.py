@@ -135,9 +135,11 @@ def main() -> None:
 
     import qbeast_connect as qc
     from qbeast_connect.spark import write as write_module
+    from qbeast_connect.spark import write_tasks
     from qbeast_connect.spark.server import free_port
 
     default_threshold = write_module.CONSOLIDATE_ABOVE_PARTITIONS
+    default_max = write_tasks.DIRECT_WRITE_MAX_TASKS
 
     port = free_port()
     spark = qc.session(**{"spark.ui.enabled": "true", "spark.ui.port": str(port)})
@@ -166,17 +168,19 @@ def main() -> None:
             jobs.setdefault("parquet", []).append(_summary(log.new()))
             for mode in args.modes.split(","):
                 key = "qbeast" if mode == "default" else f"qbeast_{mode}"
-                # "shuffle": every input is shuffled by file group, as above 4 partitions
-                # (sf 10 has 17); "local": no input is (each task writes its own files)
+                # "shuffle": every input is shuffled by file group (as above 4 partitions
+                # before the narrowed write); "local": no input is narrowed or shuffled
                 write_module.CONSOLIDATE_ABOVE_PARTITIONS = {
                     "default": default_threshold, "shuffle": 0, "local": 1 << 30
                 }[mode]
+                write_tasks.DIRECT_WRITE_MAX_TASKS = 0 if mode == "shuffle" else default_max
                 with timed(times, key):
                     result = qc.write(
                         df, fresh_dir("profile_qbeast"), columnsToIndex=COLUMNS,
                         cubeSize=args.cube_size,
                     )
                 write_module.CONSOLIDATE_ABOVE_PARTITIONS = default_threshold
+                write_tasks.DIRECT_WRITE_MAX_TASKS = default_max
                 stages = log.new()
                 jobs.setdefault(key, []).append(_summary(stages))
                 jobs.setdefault(f"{key}_stages", []).append(stages)  # type: ignore[arg-type]

@@ -36,13 +36,15 @@ from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.delta.uris import encode_path
+from server_plugin.group_spill import GroupSpill
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
 from server_plugin.time_partitions import PartitionCodes, committed_configuration
 from server_plugin.timeline_writer import partition_dir
 
-#: Rows a write task buffers before it writes them out (one file per file group per flush).
+#: Rows a write task buffers before it sets them aside by file group (or, unindexed, writes
+#: them out as one file).
 FLUSH_ROWS = 4_000_000
 #: Arrow bytes a write task buffers, at most, before it writes them out: wide rows flush
 #: earlier than ``FLUSH_ROWS`` so that a Python worker's memory does not grow with row width.
@@ -102,7 +104,10 @@ class _TaskBuffer:
     Rows are buffered as they arrive and written out at a flush with one sort by file
     group, cube and Z-order inside the cube (``qbeast_connect.index.block_order``) and one
     ``take``: each group is then a zero-copy slice written as one file, its blocks in cube
-    order, every block but small ones in row groups of its own.
+    order, every block but small ones in row groups of its own. A buffer that fills up
+    before the task's last row is set aside by file group on local disk
+    (:mod:`server_plugin.group_spill`), so a task writes one file per file group however
+    many rows it streams.
     """
 
     def __init__(self, plan: WritePlan, storage: Storage) -> None:
@@ -132,6 +137,7 @@ class _TaskBuffer:
         self.rows = 0
         self.bytes = 0
         self.written: list[WrittenFile] = []
+        self.spill = GroupSpill()
 
     def add(self, batch: pa.RecordBatch) -> None:
         from qbeast_connect.index.block_order import morton_keys
@@ -169,7 +175,10 @@ class _TaskBuffer:
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
         if self.rows >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
-            self.flush()
+            if self.revision is None or self.partitions is not None:
+                self.flush()
+            else:
+                self._spill()
 
     def _tree(self, code: int) -> tuple[Any, PartitionTree]:
         """The cube assigner and tree of the partition of ``code``."""
@@ -213,16 +222,70 @@ class _TaskBuffer:
             self.labels.append(label)
         return found
 
+    def _take_buffer(self) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The buffered rows with their groups, local cube ids, weights and Z-order keys;
+        the buffer is emptied (a table without time partitions)."""
+        assert self.schema is not None
+        with write_profile.phase("concat"):
+            table = pa.Table.from_batches(self.batches, schema=self.schema)
+        taken = (
+            table,
+            np.concatenate(self.groups),
+            np.concatenate(self.cubes),
+            np.concatenate(self.weights),
+            np.concatenate(self.keys),
+        )
+        self._clear()
+        return taken
+
+    def _clear(self) -> None:
+        self.batches, self.groups, self.cubes, self.weights = [], [], [], []
+        self.parts = []
+        self.keys = []
+        self.rows = 0
+        self.bytes = 0
+
+    def _spill(self) -> None:
+        """Set a full buffer aside by file group (:mod:`server_plugin.group_spill`): the
+        task still writes one file per file group at its end."""
+        if not self.rows or self.schema is None:
+            return
+        taken = self._take_buffer()
+        with write_profile.phase("spill"):
+            self.spill.add(*taken)
+
     def flush(self) -> None:
+        """Write the task's rows: one file per file group (one per flush if unindexed, one
+        per file group and flush in a time-partitioned table)."""
+        if not self.rows and not self.spill:
+            return
+        if self.revision is None or self.partitions is not None:
+            self._flush_partitioned()
+            return
+        if not self.spill:
+            self._write_groups(*self._take_buffer())
+            return
+        self._spill()
+        for group, table, cubes, weights, keys in self.spill.groups():
+            groups = np.full(table.num_rows, group, dtype=np.int64)
+            self._write_groups(table, groups, cubes, weights, keys)
+        self.spill.close()
+
+    def _flush_partitioned(self) -> None:
+        """Write the buffered rows now: unindexed rows as one file (one per partition), or
+        a time-partitioned table's rows as one file per (partition, file group)."""
         if not self.rows or self.schema is None:
             return
         with write_profile.phase("concat"):
             table = pa.Table.from_batches(self.batches, schema=self.schema)
         parts = np.concatenate(self.parts) if self.parts else None
         if self.revision is None and parts is None:
+            self._clear()
             self.written.append(self._write(table, None))
-        elif self.revision is None:
+            return
+        if self.revision is None:
             assert parts is not None
+            self._clear()
             order = np.argsort(parts, kind="stable")
             table = table.take(pa.array(order))
             counts = np.bincount(parts)
@@ -231,58 +294,70 @@ class _TaskBuffer:
                 end = start + int(counts[part])
                 self.written.append(self._write(table.slice(start, end - start), None, part))
                 start = end
-        else:
-            from qbeast_connect.index.assignment import block_summaries
-            from qbeast_connect.index.block_order import file_order
-            from qbeast_connect.model.cube_id import cube_string_sort_key
+            return
+        assert parts is not None
+        groups = np.concatenate(self.groups)
+        local_cubes = np.concatenate(self.cubes)
+        weights = np.concatenate(self.weights)
+        keys = np.concatenate(self.keys)
+        self._clear()
+        # one file group per (partition, group): rows of different partitions never share
+        # a file
+        stride = int(groups.max()) + 1 if len(groups) else 1
+        combined = parts * stride + groups.astype(np.int64, copy=False)
+        self._write_groups(table, combined, local_cubes, weights, keys, stride)
 
-            groups = np.concatenate(self.groups)
-            # a time-partitioned table: one file group per (partition, group), so that
-            # rows of different partitions never share a file
-            stride = int(groups.max()) + 1 if len(groups) else 1
-            if parts is not None:
-                groups = parts * stride + groups.astype(np.int64, copy=False)
-            # cubes by CubeId rank: a file's blocks are written in cube order
-            by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
-                self.labels[i]))
-            rank_of = np.empty(len(self.labels), dtype=np.int32)
-            rank_of[np.asarray(by_rank, dtype=np.int64)] = np.arange(len(by_rank), dtype=np.int32)
-            labels = [self.labels[i] for i in by_rank]
-            cubes = rank_of[np.concatenate(self.cubes)]
-            weights = np.concatenate(self.weights)
-            # (group, cube rank, min weight, rows), sorted by group then cube: the row order
-            with write_profile.phase("summaries"):
-                summaries = block_summaries(groups, cubes, weights)
-            with write_profile.phase("sort"):
-                order = file_order(groups, cubes, np.concatenate(self.keys))
-            with write_profile.phase("take"):
-                table = table.take(pa.array(order))
-            counts = np.bincount(groups, minlength=int(groups.max()) + 1)
-            start = 0
-            at = 0
-            for group in np.flatnonzero(counts).tolist():
-                end = start + int(counts[group])
-                in_part = group // stride if parts is not None else None
-                blocks = []
-                while at < len(summaries) and summaries[at][0] == group:
-                    _, cube_index, low, count = summaries[at]
-                    label = labels[cube_index]
-                    blocks.append(
-                        Block(
-                            cube_id=label,
-                            min_weight=int(low),
-                            max_weight=self._max_weight(label, in_part),
-                            element_count=int(count),
-                        )
+    def _write_groups(
+        self,
+        table: pa.Table,
+        groups: np.ndarray,
+        local_cubes: np.ndarray,
+        weights: np.ndarray,
+        keys: np.ndarray,
+        stride: int | None = None,
+    ) -> None:
+        """Write one file per file group of these rows, its blocks in cube order; with
+        ``stride``, a group is ``partition code * stride + group`` of a time-partitioned
+        table."""
+        from qbeast_connect.index.assignment import block_summaries
+        from qbeast_connect.index.block_order import file_order
+        from qbeast_connect.model.cube_id import cube_string_sort_key
+
+        # cubes by CubeId rank: a file's blocks are written in cube order
+        by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
+            self.labels[i]))
+        rank_of = np.empty(len(self.labels), dtype=np.int32)
+        rank_of[np.asarray(by_rank, dtype=np.int64)] = np.arange(len(by_rank), dtype=np.int32)
+        labels = [self.labels[i] for i in by_rank]
+        cubes = rank_of[local_cubes]
+        # (group, cube rank, min weight, rows), sorted by group then cube: the row order
+        with write_profile.phase("summaries"):
+            summaries = block_summaries(groups, cubes, weights)
+        with write_profile.phase("sort"):
+            order = file_order(groups, cubes, keys)
+        with write_profile.phase("take"):
+            table = table.take(pa.array(order))
+        counts = np.bincount(groups, minlength=int(groups.max()) + 1)
+        start = 0
+        at = 0
+        for group in np.flatnonzero(counts).tolist():
+            end = start + int(counts[group])
+            in_part = group // stride if stride is not None else None
+            blocks = []
+            while at < len(summaries) and summaries[at][0] == group:
+                _, cube_index, low, count = summaries[at]
+                label = labels[cube_index]
+                blocks.append(
+                    Block(
+                        cube_id=label,
+                        min_weight=int(low),
+                        max_weight=self._max_weight(label, in_part),
+                        element_count=int(count),
                     )
-                    at += 1
-                self.written.append(self._write(table.slice(start, end - start), blocks, in_part))
-                start = end
-        self.batches, self.groups, self.cubes, self.weights = [], [], [], []
-        self.parts = []
-        self.keys = []
-        self.rows = 0
-        self.bytes = 0
+                )
+                at += 1
+            self.written.append(self._write(table.slice(start, end - start), blocks, in_part))
+            start = end
 
     def _write(
         self, table: pa.Table, blocks: list[Block] | None, part: int | None = None
@@ -351,11 +426,14 @@ def write_task(plan: WritePlan, iterator: Iterator[Any]) -> WriteTaskMessage:
     buffer = _TaskBuffer(plan, storage_for(plan.table_path))
     received = 0
     with deleted_unless_committed(buffer.storage, buffer.written):
-        for batch in arrow_batches(write_profile.receiving(iterator)):
-            if batch.num_rows:
-                received += batch.num_rows
-                buffer.add(batch)
-        buffer.flush()
+        try:
+            for batch in arrow_batches(write_profile.receiving(iterator)):
+                if batch.num_rows:
+                    received += batch.num_rows
+                    buffer.add(batch)
+            buffer.flush()
+        finally:
+            buffer.spill.close()
     write_profile.finish(received)
     return WriteTaskMessage(files=tuple(buffer.written))
 

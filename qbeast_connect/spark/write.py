@@ -9,7 +9,9 @@ Spark jobs and makes one Delta commit:
    whose small result the client merges into cube max weights and a file layout (weight
    bands, then runs of cubes: :mod:`qbeast_connect.index.layout`);
 3. the write job: the plugin's writer assigns each row to its cube, writes one parquet
-   file per file group per task, and its driver-side commit makes one Delta commit.
+   file per file group per task (an input of many partitions is first narrowed to one
+   task per server core, :mod:`qbeast_connect.spark.write_tasks`), and its driver-side
+   commit makes one Delta commit.
 
 An append to the table's latest revision first tries one job: the write job, whose single
 task indexes its rows itself (:mod:`qbeast_connect.spark.small_append`); when the task
@@ -122,9 +124,10 @@ def _stat_expression(column: str, qtype: QDataType, spark_type: str) -> str:
     return quoted
 
 
-#: Inputs with more non-empty partitions than this are shuffled by file group before writing.
-#: Without the shuffle every task writes one file per file group it holds rows of, which is
-#: the fastest write for a few large partitions and too many small files for many partitions.
+#: Inputs with more non-empty partitions than this are brought to few write tasks before
+#: writing (``_Writer._consolidate``): every task writes one file per file group it holds
+#: rows of, which is the fastest write for a few large partitions and too many small files
+#: for many partitions.
 CONSOLIDATE_ABOVE_PARTITIONS = 4
 
 
@@ -691,11 +694,14 @@ class _Writer:
         if revision is not None:
             columns = [F.col(quote_identifier(n)) for n in revision.column_names]
             df = df.select("*", F.hash(*columns).alias(WEIGHT_COLUMN))
-            # a merge of revisions rewrites them whole: one file per group, as optimize does
-            many = self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS or self.target is not None
-            if many and layout is not None:
-                df = group_by_file(df, revision, weights, layout, plan.partition_trees,
-                                   self.partitioning)
+            if layout is not None and (self.target is not None or self.partitioning is not None):
+                # a merge of revisions rewrites them whole, and a time-partitioned table
+                # keeps each partition's file groups apart: one file per group, as optimize
+                if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS or self.target is not None:
+                    df = group_by_file(df, revision, weights, layout, plan.partition_trees,
+                                       self.partitioning)
+            elif self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
+                df = self._consolidate(df, revision, weights, layout)
         with self._phase("write"), translate_errors():
             writer = with_storage_options(df.write.format(WRITE_FORMAT), self.spark)
             writer.option("plan", plan.to_json()).mode("append").save()
@@ -704,6 +710,21 @@ class _Writer:
         load = functools.partial(self._result, txn_id, planned, new_revision)
         return WriteResult(self.path, None, revision_id=planned, new_revision=new_revision,
                            timings=self.timings, commit_loader=load)
+
+    def _consolidate(
+        self, df: DataFrame, revision: Revision, weights: Mapping[str, int], layout: FileLayout
+    ) -> DataFrame:
+        """An input of many partitions, brought to few write tasks: narrowed to one task
+        per server core (:mod:`~qbeast_connect.spark.write_tasks`), or shuffled by file
+        group on a server with many cores."""
+        from qbeast_connect.spark import write_tasks
+
+        with self._phase("tasks"):
+            cores = write_tasks.server_cores(self.spark)
+        tasks = write_tasks.narrowed_tasks(self.input_partitions, cores)
+        if tasks is None:
+            return group_by_file(df, revision, weights, layout)
+        return write_tasks.narrow(df, tasks)
 
     def _result(self, txn_id: str, revision_id: int | None, new_revision: bool) -> dict[str, Any]:
         """The committed details of the write whose commit carries ``txn_id`` (version None

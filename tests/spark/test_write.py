@@ -291,27 +291,67 @@ def test_empty_dataframe_creates_revision_zero(spark: Any, table_path: str) -> N
     assert deltalake_table(table_path).num_rows == 300
 
 
-def test_many_input_partitions_are_consolidated_one_file_per_group(
-    spark: Any, table_path: str
+def _index_of(path: str) -> tuple[dict[str, tuple[int, int, int]], dict[str, int]]:
+    """Per cube (rows, min weight, max weight) over all files, and the files per cube."""
+    cubes: dict[str, tuple[int, int, int]] = {}
+    files: dict[str, int] = {}
+    for add in live_adds(path).values():
+        for b in decode_blocks(add["tags"]["blocks"]):
+            rows, low, high = cubes.get(b.cube_id, (0, 2**31, b.max_weight))
+            assert high == b.max_weight
+            cubes[b.cube_id] = (rows + b.element_count, min(low, b.min_weight), high)
+            files[b.cube_id] = files.get(b.cube_id, 0) + 1
+    return cubes, files
+
+
+def test_many_input_partitions_are_narrowed_to_one_write_task_per_core(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Eight input partitions are written by one task per server core, streaming several
+    partitions each (no shuffle): one file per file group per task, and the same index as
+    the write that shuffles every file group into one task."""
     from qbeast_connect.index.layout import band_edges
+    from qbeast_connect.spark import write_tasks
 
     df = spark.range(0, 24_000, numPartitions=8).selectExpr(
         "id", "cast(rand(9) * 1000 as double) as x", "cast(rand(8) * 1000 as double) as y"
     )
-    result = qc.write(df, table_path, columnsToIndex="x,y", cubeSize=2000)
+    cores = write_tasks.server_cores(spark)
+    tasks = min(8, cores)
+    monkeypatch.setattr(write_tasks, "DIRECT_WRITE_MAX_TASKS", max(8, cores))
+    narrowed = str(tmp_path / "narrowed")
+    result = qc.write(df, narrowed, columnsToIndex="x,y", cubeSize=2000)
+    monkeypatch.setattr(write_tasks, "DIRECT_WRITE_MAX_TASKS", 0)  # the shuffle
+    shuffled = str(tmp_path / "shuffled")
+    qc.write(df, shuffled, columnsToIndex="x,y", cubeSize=2000)
+
     edges = band_edges(24_000, 2000)  # 1/8, 1/4, 1/2
     assert len(edges) == 3
-    files_per_part: dict[tuple[str, int], int] = {}
-    for add in live_adds(table_path).values():
-        for b in decode_blocks(add["tags"]["blocks"]):
-            key = (b.cube_id, bisect.bisect_right(edges, b.min_weight))
-            files_per_part[key] = files_per_part.get(key, 0) + 1
-    # one file per (cube, weight band): each file group was written by one task only
-    assert set(files_per_part.values()) == {1}
-    # about 24,000 / 2,000 groups; without the shuffle each of the 8 tasks writes ~all of them
-    assert 8 <= result.num_files <= 18
-    assert row_digest(deltalake_table(table_path)) == spark_digest(df)
+    groups: dict[str, dict[tuple[str, int], int]] = {}
+    for name, path in (("narrowed", narrowed), ("shuffled", shuffled)):
+        parts: dict[tuple[str, int], int] = {}
+        for add in live_adds(path).values():
+            for b in decode_blocks(add["tags"]["blocks"]):
+                key = (b.cube_id, bisect.bisect_right(edges, b.min_weight))
+                parts[key] = parts.get(key, 0) + 1
+        groups[name] = parts
+    # shuffled: each (cube, weight band) in one file; narrowed: in one file per task
+    assert set(groups["shuffled"].values()) == {1}
+    assert max(groups["narrowed"].values()) <= tasks
+    shuffled_files = len(live_adds(shuffled))
+    assert 8 <= shuffled_files <= 18  # about 24,000 / 2,000 file groups
+    if tasks > 1:
+        # the rows of every file group are spread over the tasks' input partitions
+        assert result.num_files == tasks * shuffled_files
+    # the same index: every cube holds the same rows count, min and max weight
+    assert _index_of(narrowed)[0] == _index_of(shuffled)[0]
+    digest = spark_digest(df)
+    assert row_digest(deltalake_table(narrowed)) == digest
+    assert row_digest(deltalake_table(shuffled)) == digest
+    table = qc.QbeastTable.forPath(spark, narrowed).toDF()
+    assert spark_digest(table) == digest
+    box = "x BETWEEN 100 AND 300 AND y < 400"
+    assert spark_digest(table.filter(box)) == spark_digest(df.filter(box))
 
 
 def test_partition_keys_match_spark_hash_partitioning(spark: Any) -> None:

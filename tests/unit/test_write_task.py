@@ -90,11 +90,8 @@ def test_write_task_files_hold_their_blocks(
 
     files = message.files
     assert sum(f.num_records for f in files) == table.num_rows
-    if flush_bytes < table.nbytes:
-        # several flushes: a file group appears in more than one file
-        assert len(files) > plan.layout.group_count
-    else:
-        assert len(files) == plan.layout.group_count
+    # one file per file group, however many times the buffer filled up
+    assert len(files) == plan.layout.group_count
     assigner = CubeAssigner(2, plan.cube_weights)
     revision_columns = ("x", "y")
     revision = Revision.from_json(plan.revision_json)
@@ -259,3 +256,42 @@ def test_row_group_limits_scale_with_the_cube_size() -> None:
     assert writer.row_group_limits(5_000_000) == (writer.BLOCK_ROW_GROUP_ROWS, 16_384)
     assert writer.row_group_limits(100_000) == (3_125, 3_125)
     assert writer.row_group_limits(1_000) == (2_048, 250)
+
+
+def test_task_streaming_several_buffers_writes_one_file_per_group_in_cube_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A task narrowed over many input splits fills its buffer several times: each file
+    # group must still be one file, laid out exactly as if the task had held every row,
+    # and the rows set aside on local disk must be gone afterwards.
+    import tempfile
+
+    table = _data(20_000)
+    plan = _plan(table, str(tmp_path / "table"), cube_size=1_000)
+    (tmp_path / "table").mkdir()
+    batches = table.to_batches(max_chunksize=1_000)
+    whole = writer.write_task(plan, iter(batches))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(writer, "FLUSH_ROWS", 3_000)  # seven buffers
+    streamed = writer.write_task(plan, iter(batches))
+
+    def layout(message: Any) -> dict[tuple[str, ...], tuple[Any, ...]]:
+        out = {}
+        for f in message.files:
+            blocks = decode_blocks(f.tags["blocks"])
+            footer = pq.ParquetFile(tmp_path / "table" / f.path)
+            sizes = tuple(
+                footer.metadata.row_group(i).num_rows
+                for i in range(footer.metadata.num_row_groups)
+            )
+            rows = tuple(footer.read().column("payload").to_pylist())
+            out[tuple(b.cube_id for b in blocks)] = (blocks, sizes, rows)
+        return out
+
+    assert len(whole.files) == plan.layout.group_count
+    assert len(streamed.files) == plan.layout.group_count
+    # same blocks, same row groups, same rows in the same order, file by file
+    assert layout(streamed) == layout(whole)
+    assert list(scratch.iterdir()) == []
