@@ -22,7 +22,6 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from qbeast_connect.exceptions import QbeastError
@@ -54,12 +53,10 @@ def plan_in_task(
         SmallAppendDeclinedError: the rows do not qualify (see the module docstring).
     """
     from qbeast_connect.index.append_plan import (
-        beyond_bounds,
         fits_local_trees,
         weights_and_layout,
     )
     from qbeast_connect.index.estimation import DomainEstimator, group_cube_size
-    from qbeast_connect.index.normalize import normalize
     from qbeast_connect.model.cube_id import CubeId
     from qbeast_connect.model.revision import Revision
 
@@ -81,6 +78,34 @@ def plan_in_task(
         d, group_cube_size(max(1, dcs), 1), buffer, existing_max_weights=existing or None
     )
     batches: list[pa.RecordBatch] = []
+    for batch, points, weights in _qualifying_batches(revision, iterator, max_rows):
+        estimator.add(points, weights)
+        batches.append(batch)
+    rows = sum(b.num_rows for b in batches)
+    if rows == 0:
+        return dataclasses.replace(plan, append_task=None), batches
+    if not fits_local_trees([rows], dcs, buffer):
+        raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
+    counts = {CubeId.from_string(c, d): int(n) for c, n in params["existingCounts"].items()}
+    weights_map, layout = weights_and_layout(revision, estimator.finish(), counts, rows)
+    completed = dataclasses.replace(
+        plan, cube_weights=weights_map, layout=layout, append_task=None
+    )
+    return completed, batches
+
+
+def _qualifying_batches(
+    revision: Any, iterator: Iterator[Any], max_rows: int
+) -> Iterator[tuple[pa.RecordBatch, Any, Any]]:
+    """The task's non-empty batches with their normalized points and weights.
+
+    Raises:
+        SmallAppendDeclinedError: more than ``max_rows`` rows, or a value beyond the
+            revision's bounds.
+    """
+    from qbeast_connect.index.append_plan import beyond_bounds
+    from qbeast_connect.index.normalize import normalize
+
     rows = 0
     for batch in arrow_batches(iterator):
         if not batch.num_rows:
@@ -92,19 +117,7 @@ def plan_in_task(
         points = normalize(revision.transformations, columns)
         if beyond_bounds(revision.transformations, columns, points):
             raise SmallAppendDeclinedError("a value lies beyond the revision's bounds")
-        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
-        estimator.add(points, weights)
-        batches.append(batch)
-    if rows == 0:
-        return dataclasses.replace(plan, append_task=None), batches
-    if not fits_local_trees([rows], dcs, buffer):
-        raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
-    counts = {CubeId.from_string(c, d): int(n) for c, n in params["existingCounts"].items()}
-    weights_map, layout = weights_and_layout(revision, estimator.finish(), counts, rows)
-    completed = dataclasses.replace(
-        plan, cube_weights=weights_map, layout=layout, append_task=None
-    )
-    return completed, batches
+        yield batch, points, batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
 
 
 def _per_partition(
@@ -118,13 +131,11 @@ def _per_partition(
         SmallAppendDeclinedError: as :func:`plan_in_task`, for any partition.
     """
     from qbeast_connect.index.append_plan import (
-        beyond_bounds,
         fits_local_trees,
         weights_and_layout,
     )
     from qbeast_connect.index.estimation import DomainEstimator, group_cube_size
-    from qbeast_connect.index.normalize import normalize
-    from qbeast_connect.index.partition_trees import PartitionTree
+    from qbeast_connect.index.partition_trees import PartitionTree, rows_by_value
     from qbeast_connect.model.cube_id import CubeId
     from qbeast_connect.model.revision import Revision
 
@@ -138,23 +149,9 @@ def _per_partition(
     estimators: dict[str, Any] = {}
     counts: dict[str, int] = {}
     batches: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in arrow_batches(iterator):
-        if not batch.num_rows:
-            continue
-        rows += batch.num_rows
-        if rows > max_rows:
-            raise SmallAppendDeclinedError(f"more than {max_rows} rows")
-        columns = [batch.column(name) for name in revision.column_names]
-        points = normalize(revision.transformations, columns)
-        if beyond_bounds(revision.transformations, columns, points):
-            raise SmallAppendDeclinedError("a value lies beyond the revision's bounds")
-        weights = batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
-        encoded = batch.column(plan.partitioning.column).dictionary_encode()
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        for code, value in enumerate(encoded.dictionary.to_pylist()):
-            at = np.flatnonzero(indices == code)
-            if value is None or not at.size:
+    for batch, points, weights in _qualifying_batches(revision, iterator, max_rows):
+        for value, at in rows_by_value(batch.column(plan.partitioning.column)):
+            if value is None:
                 continue  # a null partition: the writer reports it
             estimator = estimators.get(value)
             if estimator is None:

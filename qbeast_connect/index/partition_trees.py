@@ -18,7 +18,7 @@ Pure Python.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,3 +85,20 @@ def group_offsets(trees: Mapping[str, PartitionTree]) -> tuple[dict[str, int], i
         at += max(1, trees[value].layout.group_count)
     return offsets, at + 1
 
+
+
+def rows_by_value(column: Any) -> Iterator[tuple[Any, Any]]:
+    """Each distinct value of ``column`` (an Arrow array of a batch's partition values, null
+    included) with the indices of its rows (numpy and pyarrow are imported here: the
+    model's importers must not pay for them)."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = column.dictionary_encode()
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    for code, value in enumerate(encoded.dictionary.to_pylist()):
+        rows = np.flatnonzero(indices == code)
+        if rows.size:
+            yield value, rows

@@ -40,6 +40,19 @@ def _domain_estimator(params: dict[str, Any]) -> tuple[Revision, Any]:
     return revision, estimator
 
 
+def _points_and_weights(revision: Revision, batch: pa.RecordBatch) -> tuple[Any, Any]:
+    """The normalized points and weights of an estimation batch: the weight, then the
+    indexed columns in the revision's order (by position: the names may hold dots or
+    backticks). Raises when a value lies outside the revision's space."""
+    from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import check_inside_space
+
+    columns = [batch.column(i + 1) for i in range(revision.dimension_count)]
+    points = normalize(revision.transformations, columns)
+    check_inside_space(revision.transformations, revision.column_names, columns, points)
+    return points, batch.column(0).to_numpy(zero_copy_only=False)
+
+
 def estimate_domains(
     params_json: str, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
@@ -52,22 +65,12 @@ def estimate_domains(
         batches: Arrow batches with the weight column, then the indexed columns in the
             revision's order (read by position).
     """
-    from qbeast_connect.index.normalize import normalize
-    from qbeast_connect.index.space import check_inside_space
-
     params = json.loads(params_json)
     revision, estimator = _domain_estimator(params)
-    d = revision.dimension_count
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        # the weight, then the indexed columns in the revision's order (by position: the
-        # names may hold dots or backticks)
-        columns = [batch.column(i + 1) for i in range(d)]
-        points = normalize(revision.transformations, columns)
-        check_inside_space(revision.transformations, revision.column_names, columns, points)
-        weights = batch.column(0).to_numpy(zero_copy_only=False)
-        estimator.add(points, weights)
+        estimator.add(*_points_and_weights(revision, batch))
     domains = estimator.finish()
     if domains:
         yield pa.RecordBatch.from_pydict(
@@ -92,8 +95,7 @@ def estimate_partition_domains(
         batches: the weight, the indexed columns in the revision's order, then the
             partition value (by position).
     """
-    from qbeast_connect.index.normalize import normalize
-    from qbeast_connect.index.space import check_inside_space
+    from qbeast_connect.index.partition_trees import rows_by_value
 
     params = json.loads(params_json)
     existing_by_part: dict[str, Any] = params["existing"]
@@ -103,16 +105,8 @@ def estimate_partition_domains(
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        columns = [batch.column(i + 1) for i in range(d)]
-        points = normalize(revision.transformations, columns)
-        check_inside_space(revision.transformations, revision.column_names, columns, points)
-        weights = batch.column(0).to_numpy(zero_copy_only=False)
-        encoded = batch.column(d + 1).dictionary_encode()
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        for code, value in enumerate(encoded.dictionary.to_pylist()):
-            rows = np.flatnonzero(indices == code)
-            if not rows.size:
-                continue
+        points, weights = _points_and_weights(revision, batch)
+        for value, rows in rows_by_value(batch.column(d + 1)):
             estimator = estimators.get(value)
             if estimator is None:
                 own = dict(params, existing=existing_by_part.get(value, {}))
