@@ -34,7 +34,7 @@ from qbeast_connect.timeline.timeline import (
 from qbeast_connect.timeline.update_period import UpdatePeriod
 from server_plugin.delta.snapshot import DeltaSnapshot
 
-__all__ = ["PartitionCodes", "committed_configuration"]
+__all__ = ["PartitionCodes", "committed_configuration", "current_timelines"]
 
 
 class PartitionCodes:
@@ -86,17 +86,23 @@ class PartitionCodes:
         return found
 
 
-def _timelines(
-    base: DeltaSnapshot | None, column: str, overwrite: bool
+def current_timelines(
+    base: DeltaSnapshot | None, column: str, *, rebuild: bool = False
 ) -> dict[UpdatePeriod, PartitionTimeline]:
-    if base is None or overwrite:
+    """The partition timelines of ``column`` in the table ``base`` (empty for a new table).
+
+    They are read from the table configuration when it holds them, and rebuilt from the
+    partition values of the table's files when it does not, when the stored ones are
+    malformed, or when ``rebuild`` asks for it: the files are the truth.
+    """
+    if base is None:
         return {}
     configuration = base.metadata.configuration
-    if timelines_present(configuration, column):
+    if timelines_present(configuration, column) and not rebuild:
         try:
             return read_timelines(configuration, column)
         except MetadataFormatError:
-            pass  # the files are the truth: rebuilt below
+            pass  # rebuilt from the files below
     values = [add.partition_values.get(column) for add in base.files.values()]
     return build_timelines(values, configuration, column)
 
@@ -128,7 +134,7 @@ def committed_configuration(
     column = partitioning.column
     if overwrite:
         start = {k: v for k, v in start.items() if not k.startswith(column_prefix(column))}
-    timelines = _timelines(base, column, overwrite)
+    timelines = {} if overwrite else current_timelines(base, column)
     period = partitioning.period
     if period not in timelines:
         timelines[period] = new_timeline(period, configured_impl(start, column, period))

@@ -31,20 +31,15 @@ from pyspark.sql.types import StructType
 
 from qbeast_connect.exceptions import (
     InvalidOptionError,
-    MetadataFormatError,
     TableNotFoundError,
 )
 from qbeast_connect.rules.partition_values import HIVE_DEFAULT_PARTITION
 from qbeast_connect.timeline.partition import TimePartition
 from qbeast_connect.timeline.plan import TIMELINE_WRITE_FORMAT, TimelineWritePlan
 from qbeast_connect.timeline.timeline import (
-    PartitionTimeline,
-    build_timelines,
     configured_impl,
     migrate_timeline,
     new_timeline,
-    read_timelines,
-    timelines_present,
     write_timelines,
 )
 from qbeast_connect.timeline.update_period import UpdatePeriod
@@ -67,6 +62,7 @@ from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.delta.storage.scope import storage_scope
 from server_plugin.delta.uris import encode_path, normalize_path
 from server_plugin.parquet_statistics import parquet_write_options
+from server_plugin.time_partitions import current_timelines
 
 __all__ = [
     "PartitionFile",
@@ -240,20 +236,6 @@ def _written(messages: Iterable[Any]) -> list[PartitionFile]:
     return task_files(messages, TimelineTaskMessage)
 
 
-def _current_timelines(
-    base: DeltaSnapshot | None, configuration: Mapping[str, str], column: str, rebuild: bool
-) -> dict[UpdatePeriod, PartitionTimeline]:
-    if base is None:
-        return {}
-    if timelines_present(configuration, column) and not rebuild:
-        try:
-            return read_timelines(configuration, column)
-        except MetadataFormatError:
-            pass  # the files are the truth: rebuild below
-    values = [add.partition_values.get(column) for add in base.files.values()]
-    return build_timelines(values, configuration, column)
-
-
 def _check_schema(schema_string: str, column: str) -> None:
     try:
         fields = json.loads(schema_string)["fields"]
@@ -313,7 +295,7 @@ def commit_timeline_write(
             _check_schema(plan.schema_string, column)
         old_config = dict(base.configuration)
 
-    timelines = _current_timelines(base, old_config, column, plan.rebuild)
+    timelines = current_timelines(base, column, rebuild=plan.rebuild)
     removes: list[RemoveFile] = []
 
     def remove_where(keep: Any) -> None:
