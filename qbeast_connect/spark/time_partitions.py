@@ -237,30 +237,19 @@ def estimate_trees(
     """
     import functools
 
-    from pyspark.sql import functions as F
-
     from qbeast_connect.index.append_plan import weights_and_layout
-    from qbeast_connect.spark.errors import translate_errors
+    from qbeast_connect.spark.estimation import estimation_rows
     from qbeast_connect.spark.tasks import PARTITION_DOMAIN_SCHEMA, estimate_partition_domains
-    from qbeast_connect.write_plan import WEIGHT_COLUMN
 
     existing = {
         value: {str(c): int(s.max_weight) for c, s in st.items() if s.max_weight < 2**31 - 1}
         for value, st in statuses.items()
     }
     job = json.dumps(dict(params, existing=existing))
-    names = list(revision.column_names)
-    projected = df.select(
-        F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN),
-        *[F.col(quote_identifier(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
-        F.col(quote_identifier(partitioning.column)).alias("_qbeastPart"),
+    task = functools.partial(estimate_partition_domains, job)
+    rows = estimation_rows(
+        df, revision, fraction, task, PARTITION_DOMAIN_SCHEMA, partition_column=partitioning.column
     )
-    if fraction < 1.0:
-        projected = projected.sample(withReplacement=False, fraction=fraction, seed=17)
-    with translate_errors():
-        rows = projected.mapInArrow(
-            functools.partial(estimate_partition_domains, job), PARTITION_DOMAIN_SCHEMA
-        ).collect()
     domains: dict[str, dict[str, float]] = {}
     for row in rows:
         part = domains.setdefault(str(row["part"]), {})

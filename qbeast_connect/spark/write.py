@@ -601,25 +601,12 @@ class _Writer:
         per_partition: list[int],
         existing: Mapping[CubeId, Any],
     ) -> tuple[dict[str, int], FileLayout]:
-        from pyspark.sql import functions as F
-
+        from qbeast_connect.spark.estimation import estimation_rows
         from qbeast_connect.spark.tasks import DOMAIN_SCHEMA, estimate_domains
 
         values, fraction = self._estimation_params(revision, total, per_partition, existing)
-        params = json.dumps(values)
-        names = list(revision.column_names)
-        # plain positional names: mapInArrow resolves its input by name, and a dot or a
-        # backtick in a column name would be read as a path
-        projected = self.df.select(
-            F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN),
-            *[F.col(quote_identifier(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
-        )
-        if fraction < 1.0:
-            projected = projected.sample(withReplacement=False, fraction=fraction, seed=17)
-        with translate_errors():
-            rows = projected.mapInArrow(
-                functools.partial(estimate_domains, params), DOMAIN_SCHEMA
-            ).collect()
+        task = functools.partial(estimate_domains, json.dumps(values))
+        rows = estimation_rows(self.df, revision, fraction, task, DOMAIN_SCHEMA)
         input_domains: dict[str, float] = {}
         scale = 1.0 / fraction
         for row in rows:
