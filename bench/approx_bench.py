@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -22,9 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import lineitem, machine, median
+from bench.common import bench_session, indexed_copy, lineitem, machine, median, out_dir
 
-COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
 QUERIES: dict[str, dict[str, Any]] = {
     "sum": {"aggregates": ["sum(l_extendedprice) AS revenue"], "groupBy": None},
     "grouped": {
@@ -67,16 +65,12 @@ def main() -> None:
 
     import qbeast_connect as qc
 
-    out = Path(os.environ.get("QBEAST_BENCH_DIR", "/tmp/qbeast-bench-approx"))
-    path = out / f"approx_sf{args.sf:g}_{args.cube_size}"
+    path = out_dir("/tmp/qbeast-bench-approx") / f"approx_sf{args.sf:g}_{args.cube_size}"
     source = lineitem(args.sf)
-    spark = qc.session(None, connect_timeout=None, retry_timeout=None)
+    spark = bench_session()
     try:
         plain = spark.read.parquet(source)
-        if not (path / "_delta_log").exists():
-            t0 = time.perf_counter()
-            qc.write(plain, str(path), columnsToIndex=COLUMNS, cubeSize=args.cube_size)
-            print(f"write {time.perf_counter() - t0:.1f} s", flush=True)
+        indexed_copy(spark, source, path, args.cube_size)
         table = qc.QbeastTable.forPath(spark, str(path))
         report: dict[str, Any] = {
             "machine": machine(),

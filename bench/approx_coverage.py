@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import random
 import sys
 import time
@@ -31,7 +30,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
+from bench.common import LINEITEM_COLUMNS as COLUMNS
+from bench.common import indexed_copy
+
+#: The table's writer, under the name integration/test_approx_coverage.py imports.
+write_table = indexed_copy
 MEASURES = ("l_extendedprice", "l_quantity", "l_discount")
 GROUPINGS: tuple[tuple[str, ...], ...] = (
     (),
@@ -185,16 +188,8 @@ def coverage(queries: list[Query], rows: Any) -> dict[str, Any]:
     }
 
 
-def write_table(spark: Any, source: str, path: Path, cube_size: int) -> None:
-    import qbeast_connect as qc
-
-    if not (path / "_delta_log").exists():
-        plain = spark.read.parquet(source)
-        qc.write(plain, str(path), columnsToIndex=COLUMNS, cubeSize=cube_size)
-
-
 def main() -> None:
-    from bench.common import lineitem, machine
+    from bench.common import bench_session, lineitem, machine, out_dir
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=0.1)
@@ -207,11 +202,10 @@ def main() -> None:
 
     import qbeast_connect as qc
 
-    out = Path(os.environ.get("QBEAST_BENCH_DIR", "/tmp/qbeast-bench-approx"))
-    path = out / f"approx_cov_sf{args.sf:g}_{args.cube_size}"
-    spark = qc.session(None, connect_timeout=None, retry_timeout=None)
+    path = out_dir("/tmp/qbeast-bench-approx") / f"approx_cov_sf{args.sf:g}_{args.cube_size}"
+    spark = bench_session()
     try:
-        write_table(spark, lineitem(args.sf), path, args.cube_size)
+        indexed_copy(spark, lineitem(args.sf), path, args.cube_size)
         t0 = time.perf_counter()
         table = qc.QbeastTable.forPath(spark, str(path))
         rows = load_rows(table)

@@ -112,3 +112,88 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+# ----------------------------------------------------------------------- session and tables
+
+#: The columns the approx and sample benchmarks index TPC-H lineitem on.
+LINEITEM_COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
+
+
+def out_dir(default: str) -> Path:
+    """Where a benchmark keeps its tables: ``QBEAST_BENCH_DIR``, else ``default``."""
+    return Path(os.environ.get("QBEAST_BENCH_DIR", default))
+
+
+def bench_session(ui_port: int = 0, **conf: str) -> Any:
+    """A Spark Connect session without connect or retry deadlines (a benchmark's jobs may
+    run for minutes), with Spark's UI on ``ui_port`` when it is not 0."""
+    import qbeast_connect as qc
+
+    if ui_port:
+        conf = {**conf, "spark.ui.enabled": "true", "spark.ui.port": str(ui_port)}
+    return qc.session(None, connect_timeout=None, retry_timeout=None, **conf)
+
+
+def indexed_copy(
+    spark: Any, source: str, path: Path, cube_size: int, columns: str = LINEITEM_COLUMNS
+) -> None:
+    """Write the parquet data at ``source`` as a qbeast table at ``path`` indexed on
+    ``columns``, unless a table is there already (it is then reused as it is)."""
+    import qbeast_connect as qc
+
+    if (path / "_delta_log").exists():
+        return
+    t0 = time.perf_counter()
+    qc.write(spark.read.parquet(source), str(path), columnsToIndex=columns, cubeSize=cube_size)
+    print(f"write {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+# ------------------------------------------------------------------- Spark UI REST figures
+
+
+def _ui_get(port: int, tail: str = "") -> Any:
+    import json
+    import urllib.request
+
+    base = f"http://localhost:{port}/api/v1/applications"
+    if tail:
+        with urllib.request.urlopen(base) as r:
+            app = json.load(r)[0]["id"]
+        base = f"{base}/{app}/{tail}"
+    with urllib.request.urlopen(base) as r:
+        return json.load(r)
+
+
+def ui_stages(port: int) -> list[dict[str, Any]]:
+    """The completed stages of the session's application (Spark UI on ``port``)."""
+    return list(_ui_get(port, "stages?status=complete"))
+
+
+def completed_stages(port: int) -> set[tuple[int, int]]:
+    """The (stage, attempt) ids completed so far; empty when there is no UI (port 0)."""
+    return {(s["stageId"], s["attemptId"]) for s in ui_stages(port)} if port else set()
+
+
+def stage_tasks(port: int, before: set[tuple[int, int]]) -> dict[str, Any]:
+    """Tasks of the stages completed since ``before``: the largest stage's task figures."""
+    new = [s for s in ui_stages(port) if (s["stageId"], s["attemptId"]) not in before]
+    if not new:
+        return {}
+    scan = max(new, key=lambda s: s["numTasks"])
+    tasks = _ui_get(port, f"stages/{scan['stageId']}/{scan['attemptId']}/taskList?length=10000")
+    times = sorted(t["duration"] / 1000 for t in tasks if "duration" in t)
+    return {
+        "stages": len(new),
+        "tasks": scan["numTasks"],
+        "task_median_s": median(times) if times else None,
+        "task_max_s": times[-1] if times else None,
+        "input_mb": round(scan["inputBytes"] / 1e6, 1),
+        "input_rows": scan["inputRecords"],
+    }
+
+
+def executor_cpu_ms(port: int, before: set[tuple[int, int]]) -> float:
+    """Executor CPU time (ms) of the stages completed since ``before``."""
+    new = [s for s in ui_stages(port) if (s["stageId"], s["attemptId"]) not in before]
+    return sum(s["executorCpuTime"] for s in new) / 1e6

@@ -14,60 +14,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import lineitem, machine, median
+from bench.common import (
+    bench_session,
+    completed_stages,
+    executor_cpu_ms,
+    indexed_copy,
+    lineitem,
+    machine,
+    median,
+    out_dir,
+    stage_tasks,
+)
 from bench.query_bench import aggregate
-
-COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
-
-
-def _stages(port: int) -> list[dict[str, Any]]:
-    base = f"http://localhost:{port}/api/v1/applications"
-    with urllib.request.urlopen(base) as r:
-        app = json.load(r)[0]["id"]
-    with urllib.request.urlopen(f"{base}/{app}/stages?status=complete") as r:
-        return list(json.load(r))
-
-
-def _tasks(port: int, before: set[tuple[int, int]]) -> dict[str, Any]:
-    """Tasks of the stages completed since ``before``: the largest stage's task figures."""
-    base = f"http://localhost:{port}/api/v1/applications"
-    with urllib.request.urlopen(base) as r:
-        app = json.load(r)[0]["id"]
-    new = [s for s in _stages(port) if (s["stageId"], s["attemptId"]) not in before]
-    if not new:
-        return {}
-    scan = max(new, key=lambda s: s["numTasks"])
-    url = f"{base}/{app}/stages/{scan['stageId']}/{scan['attemptId']}/taskList?length=10000"
-    with urllib.request.urlopen(url) as r:
-        tasks = json.load(r)
-    times = sorted(t["duration"] / 1000 for t in tasks if "duration" in t)
-    return {
-        "stages": len(new),
-        "tasks": scan["numTasks"],
-        "task_median_s": median(times) if times else None,
-        "task_max_s": times[-1] if times else None,
-        "input_mb": round(scan["inputBytes"] / 1e6, 1),
-        "input_rows": scan["inputRecords"],
-    }
-
-
-def _cpu_ms(port: int, before: set[tuple[int, int]]) -> float:
-    """Executor CPU time (ms) of the stages completed since ``before``."""
-    new = [s for s in _stages(port) if (s["stageId"], s["attemptId"]) not in before]
-    return sum(s["executorCpuTime"] for s in new) / 1e6
-
-
-def _done(port: int) -> set[tuple[int, int]]:
-    return {(s["stageId"], s["attemptId"]) for s in _stages(port)} if port else set()
 
 
 def main() -> None:
@@ -82,19 +47,12 @@ def main() -> None:
 
     import qbeast_connect as qc
 
-    out = Path(os.environ.get("QBEAST_BENCH_DIR", "/tmp/qbeast-bench-sample"))
-    path = out / f"sample_sf{args.sf:g}_{args.cube_size}"
+    path = out_dir("/tmp/qbeast-bench-sample") / f"sample_sf{args.sf:g}_{args.cube_size}"
     source = lineitem(args.sf)
-    conf = {}
-    if args.ui_port:
-        conf = {"spark.ui.enabled": "true", "spark.ui.port": str(args.ui_port)}
-    spark = qc.session(None, connect_timeout=None, retry_timeout=None, **conf)
+    spark = bench_session(args.ui_port)
     try:
         plain = spark.read.parquet(source)
-        if not (path / "_delta_log").exists():
-            t0 = time.perf_counter()
-            qc.write(plain, str(path), columnsToIndex=COLUMNS, cubeSize=args.cube_size)
-            print(f"write {time.perf_counter() - t0:.1f} s", flush=True)
+        indexed_copy(spark, source, path, args.cube_size)
         table = qc.QbeastTable.forPath(spark, str(path))
         fractions = [float(f) for f in args.fractions.split(",")]
         reads = {}
@@ -106,18 +64,18 @@ def main() -> None:
         detail: dict[str, Any] = {}
         answers: dict[str, Any] = {}
         for name, make in reads.items():  # warm-up, with task figures
-            before = _done(args.ui_port)
+            before = completed_stages(args.ui_port)
             answers[name] = aggregate(make())
             if args.ui_port:
-                detail[name] = _tasks(args.ui_port, before)
+                detail[name] = stage_tasks(args.ui_port, before)
         for _ in range(args.runs):
             for name, make in reads.items():
-                before = _done(args.ui_port)
+                before = completed_stages(args.ui_port)
                 t0 = time.perf_counter()
                 aggregate(make())
                 times[name].append(time.perf_counter() - t0)
                 if args.ui_port:
-                    cpus[name].append(_cpu_ms(args.ui_port, before))
+                    cpus[name].append(executor_cpu_ms(args.ui_port, before))
         report = {
             "machine": machine(),
             "command": "python -m bench.sample_bench " + " ".join(sys.argv[1:]),

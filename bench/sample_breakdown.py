@@ -28,9 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import lineitem, median
+from bench.common import bench_session, completed_stages, executor_cpu_ms, lineitem, median, out_dir
 from bench.query_bench import aggregate
-from bench.sample_bench import _cpu_ms, _done
 
 
 def _copies(files: list[str], out: Path) -> dict[str, list[str]]:
@@ -76,10 +75,9 @@ def main() -> None:
     import qbeast_connect as qc
     from qbeast_connect.planning.file_planner import sample_weight_sql
 
-    out = Path(os.environ.get("QBEAST_BENCH_DIR", "/tmp/qbeast-bench-sample"))
+    out = out_dir("/tmp/qbeast-bench-sample")
     path = out / f"sample_sf{args.sf:g}_{args.cube_size}"
-    conf = {"spark.ui.enabled": "true", "spark.ui.port": str(args.ui_port)}
-    spark = qc.session(None, connect_timeout=None, retry_timeout=None, **conf)
+    spark = bench_session(args.ui_port)
     try:
         plain = spark.read.parquet(lineitem(args.sf))
         table = qc.QbeastTable.forPath(spark, str(path))
@@ -105,7 +103,7 @@ def main() -> None:
         cpus: dict[str, list[float]] = {k: [] for k in reads}
         for run in range(args.runs + 1):
             for name, read in reads.items():
-                before = _done(args.ui_port)
+                before = completed_stages(args.ui_port)
                 t0 = time.perf_counter()
                 answer = read()
                 wall = time.perf_counter() - t0
@@ -113,7 +111,7 @@ def main() -> None:
                     print(name, tuple(answer), flush=True)
                     continue
                 walls[name].append(wall)
-                cpus[name].append(_cpu_ms(args.ui_port, before))
+                cpus[name].append(executor_cpu_ms(args.ui_port, before))
         base_w, base_c = (
             median(walls[f"plain df.sample({f})"]),
             median(cpus[f"plain df.sample({f})"]),

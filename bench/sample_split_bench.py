@@ -20,9 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import median
+from bench.common import bench_session, completed_stages, median, stage_tasks
 from bench.query_bench import aggregate
-from bench.sample_bench import _done, _tasks
 
 CONF = "spark.sql.files.minPartitionNum"
 
@@ -38,8 +37,7 @@ def main() -> None:
 
     import qbeast_connect as qc
 
-    conf = {"spark.ui.enabled": "true", "spark.ui.port": str(args.ui_port)}
-    spark = qc.session(None, connect_timeout=None, retry_timeout=None, **conf)
+    spark = bench_session(args.ui_port)
     try:
         table = qc.QbeastTable.forPath(spark, args.table)
         expected = aggregate(table.sample(args.fraction))  # warm-up
@@ -51,13 +49,13 @@ def main() -> None:
                     spark.conf.unset(CONF)
                 else:
                     spark.conf.set(CONF, setting)
-                before = _done(args.ui_port)
+                before = completed_stages(args.ui_port)
                 t0 = time.perf_counter()
                 answer = aggregate(table.sample(args.fraction))
                 walls[setting].append(time.perf_counter() - t0)
                 if answer != expected:
                     raise SystemExit(f"answers differ: {answer} != {expected}")
-                t = _tasks(args.ui_port, before)
+                t = stage_tasks(args.ui_port, before)
                 print(
                     f"{CONF}={setting or 'unset'}: {walls[setting][-1]:.2f} s, {t['tasks']} tasks, "
                     f"task median {t['task_median_s']:.2f} s, max {t['task_max_s']:.2f} s",
