@@ -1,4 +1,4 @@
-"""Prepare the data and run every benchmark, then write BENCHMARKS.md and the plots.
+"""Prepare the data and run the round 1 benchmarks, then write their report and the plots.
 
 Usage (from the repository root, after ``pip install -e ".[bench]"``):
 
@@ -8,8 +8,11 @@ Usage (from the repository root, after ``pip install -e ".[bench]"``):
     python bench/run_all.py --reuse    # keep the results already in bench/out
 
 Each workload runs in its own process (so client memory is measured per workload) and
-writes a JSON result under bench/out/; the report (BENCHMARKS.md, its "targets" section
-included) and the plots are computed from those files.
+writes a JSON result under bench/out/; the report (``bench/out/run_all.md``, with a
+"targets" section for the round 1 targets of this run) and the plots are computed from those
+files. BENCHMARKS.md is kept by hand from each round's runs, with its summary of every
+target at the top: this script never writes it. To publish a fresh run, copy the sections
+of its report that changed into BENCHMARKS.md and update the summary.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
+#: Where the report goes; not BENCHMARKS.md, which holds every round's figures.
+REPORT = OUT / "run_all.md"
 sys.path.insert(0, str(ROOT))
 
 from bench.common import machine, md_table, median  # noqa: E402
@@ -53,9 +58,9 @@ def run(name: str, *, args: list[str], reuse: bool = False) -> dict[str, Any]:
     return report
 
 
-def plots(read: dict[str, Any], dest: Path = ROOT / "bench") -> list[str]:
+def plots(read: dict[str, Any], dest: Path = OUT) -> list[str]:
     """Draw the TPC-H sampling and filter plots into ``dest``; return their paths relative to
-    the repository root (or absolute, outside it)."""
+    the report's folder (or absolute, outside it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,7 +109,7 @@ def plots(read: dict[str, Any], dest: Path = ROOT / "bench") -> list[str]:
 
 def _rel(path: Path) -> str:
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(path.resolve().relative_to(REPORT.parent.resolve()))
     except ValueError:
         return str(path)
 
@@ -125,7 +130,7 @@ def _amplification_bars(ax: Any, filters: list[dict[str, Any]], labels: list[str
     ax.set_xticks(list(xs), labels)
 
 
-def synthetic_plot(syn: dict[str, Any], dest: Path = ROOT / "bench") -> str:
+def synthetic_plot(syn: dict[str, Any], dest: Path = OUT) -> str:
     """Sampling bytes share vs f and 1%-filter amplification, per synthetic data set."""
     import matplotlib
 
@@ -280,7 +285,8 @@ def targets(results: dict[str, dict[str, Any]]) -> str:
     lines = [
         "## Targets: met and missed",
         "",
-        "Computed by `bench/run_all.py` from the results above. A target stated at TPC-H sf 1 "
+        "Computed by `bench/run_all.py` from the results of this run. A target stated at "
+        "TPC-H sf 1 "
         'is not assessed from a run at another size. "Similar file count": the deltalake '
         "copy's target file size is tuned once towards the qbeast file count; the rank "
         "Z-curve has exactly the qbeast file count.",
@@ -489,12 +495,13 @@ def render_synthetic(syn: dict[str, Any], png: str | None) -> list[str]:
 def render(
     results: dict[str, dict[str, Any]], pngs: list[str], synthetic_png: str | None = None
 ) -> str:
-    """The BENCHMARKS.md text."""
+    """The report's text (``bench/out/run_all.md``)."""
     lines = [
         "# Benchmarks",
         "",
         f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d')}. "
-        "Produced by `python bench/run_all.py` (each section names its own command). "
+        "Produced by `python bench/run_all.py` into `bench/out/run_all.md` (each section "
+        "names its own command). "
         "The machine is shared and noisy: compare the ratios measured side by side in one "
         "run; absolute seconds are context only. The Connect server is the embedded one "
         "(`local[2]`, driver memory 4g).",
@@ -731,8 +738,8 @@ def main() -> None:
     )
     pngs = plots(results["read"])
     synthetic_png = synthetic_plot(results["synthetic"])
-    (ROOT / "BENCHMARKS.md").write_text(render(results, pngs, synthetic_png))
-    print("wrote BENCHMARKS.md")
+    REPORT.write_text(render(results, pngs, synthetic_png))
+    print(f"wrote {REPORT} (BENCHMARKS.md is edited by hand: see this script's docstring)")
 
 
 if __name__ == "__main__":
