@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_dir, lineitem, machine, md_table, median, timed
+from bench.common import fresh_dir, lineitem, machine, md_table, median, save_report, timed
 
 COLUMNS = "l_shipdate,l_extendedprice,l_partkey"
 FILTER_1PCT = "l_extendedprice BETWEEN 50000 AND 50900"
@@ -162,10 +162,7 @@ def main() -> None:
         "big_append": {"rows": args.big_rows, **big},
         "quality": quality,
     }
-    text = json.dumps(report, indent=2, default=str)
-    if args.out:
-        Path(args.out).write_text(text)
-    print(text)
+    save_report(report, args.out)
     print()
     rows_md = [
         [k, f"{report['median_s'][k]:.3f}", f"{report['ratio_to_parquet'][k]:.2f}x"]

@@ -197,3 +197,22 @@ def executor_cpu_ms(port: int, before: set[tuple[int, int]]) -> float:
     """Executor CPU time (ms) of the stages completed since ``before``."""
     new = [s for s in ui_stages(port) if (s["stageId"], s["attemptId"]) not in before]
     return sum(s["executorCpuTime"] for s in new) / 1e6
+
+
+def save_report(report: dict[str, Any], out: str | None) -> None:
+    """Write ``report`` as JSON to ``out`` (when given) and print it."""
+    import json
+
+    text = json.dumps(report, indent=2, default=str)
+    if out:
+        Path(out).write_text(text)
+    print(text)
+
+
+def optimized(table: Any) -> tuple[Any, float]:
+    """``table.optimize()`` timed: the refreshed table and the seconds the optimize took
+    (the refresh not counted)."""
+    t0 = time.perf_counter()
+    table.optimize()
+    seconds = time.perf_counter() - t0
+    return table.refresh(), seconds

@@ -16,7 +16,6 @@ The measurements are those of ``bench/read_workloads.py`` (shared with the synth
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import fresh_dir, lineitem, machine
+from bench.common import fresh_dir, lineitem, machine, optimized, save_report
 from bench.read_workloads import print_tables, read_workloads, sql_literal
 
 # query order: 1 column = l_extendedprice, 2 = + l_partkey, 3 = + l_shipdate; the Z-order
@@ -60,10 +59,7 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> None:
     qc.write(df, path, columnsToIndex=",".join(COLUMNS), cubeSize=args.cube_size)
     write_s = time.perf_counter() - t0
     table = qc.QbeastTable.forPath(spark, path)
-    t0 = time.perf_counter()
-    table.optimize()
-    optimize_s = time.perf_counter() - t0
-    table = table.refresh()
+    table, optimize_s = optimized(table)
     metrics = table.getIndexMetrics()
     report: dict[str, Any] = {
         "machine": machine(),
@@ -82,10 +78,7 @@ def run(spark: Any, source: str, args: argparse.Namespace) -> None:
     }
 
     report.update(read_workloads(spark, source, table, COLUMNS, args.queries, sql_literal))
-    text = json.dumps(report, indent=2, default=str)
-    if args.out:
-        Path(args.out).write_text(text)
-    print(text)
+    save_report(report, args.out)
     print()
     print_tables(report)
 

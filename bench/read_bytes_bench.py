@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench.common import dir_bytes, lineitem, machine
+from bench.common import dir_bytes, lineitem, machine, save_report
 from bench.layout_bench import ReadMeter
 from bench.query_bench import aggregate, shapes
 
@@ -79,10 +79,7 @@ def main() -> None:
             print(name, json.dumps(row))
     finally:
         qc.stop()
-    text = json.dumps(report, indent=2, default=str)
-    if args.out:
-        Path(args.out).write_text(text)
-    print(text)
+    save_report(report, args.out)
 
 
 if __name__ == "__main__":

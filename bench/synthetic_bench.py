@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BENCH_DIR, dir_bytes, fresh_dir, machine, md_table
+from bench.common import BENCH_DIR, dir_bytes, fresh_dir, machine, md_table, optimized, save_report
 from bench.read_workloads import print_tables, read_workloads, sql_literal
 
 DISTRIBUTIONS = ("uniform", "zipf", "clustered")
@@ -160,10 +160,7 @@ def bench_one(
     written = qc.write(df, path, **options)
     write_s = time.perf_counter() - t0
     table = qc.QbeastTable.forPath(spark, path)
-    t0 = time.perf_counter()
-    table.optimize()
-    optimize_s = time.perf_counter() - t0
-    table = table.refresh()
+    table, optimize_s = optimized(table)
     metrics = table.getIndexMetrics()
     report: dict[str, Any] = {
         "name": f"{dist} {dims}D" + (" quantiles" if transform == "quantiles" else ""),
@@ -296,10 +293,7 @@ def main() -> None:
             print(flush=True)
     finally:
         qc.stop()
-    text = json.dumps(report, indent=2, default=str)
-    if args.out:
-        Path(args.out).write_text(text)
-    print(text)
+    save_report(report, args.out)
     print()
     print(summary_md(report["datasets"]))
 
