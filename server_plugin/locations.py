@@ -20,7 +20,7 @@ import re
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError, StorageError
 from qbeast_connect.paths import enclosing_table, is_relative, qualify
-from server_plugin.delta.faults import _ancestors, _is_java
+from server_plugin.delta.process_tree import jvm_ancestor
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 
 #: What our writers create in a table directory before its first commit: data files named
@@ -49,13 +49,13 @@ def server_working_dir() -> str | None:
     is the driver when this runs in driver-side code of a data source (``reader()``,
     ``writer()``, ``commit()``) and, in local mode, in tasks too.
     """
-    for pid in _ancestors():
-        if _is_java(pid):
-            try:
-                return os.readlink(f"/proc/{pid}/cwd")
-            except OSError:
-                return None
-    return None
+    pid = jvm_ancestor()
+    if pid is None:
+        return None
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
 
 
 def resolve_location(location: str) -> str:

@@ -9,7 +9,7 @@ Without the variable this does nothing. Points:
 * ``after_commit``: the commit is durable, the client has not been answered.
 
 It sits in the Delta layer, the lowest that has a crash point (local storage's
-put-if-absent); the plugin's writer and its location checks import it from here.
+put-if-absent); the plugin's writer imports it from here.
 """
 
 from __future__ import annotations
@@ -17,29 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+
+from .process_tree import jvm_ancestor
 
 CRASH_ENV = "QBEAST_CRASH_AT"
-
-
-def _ancestors() -> Iterator[int]:
-    pid = os.getpid()
-    while pid > 1:
-        try:
-            with open(f"/proc/{pid}/stat") as handle:
-                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return
-        yield pid
-
-
-def _is_java(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            program = handle.read().split(b"\0", 1)[0]
-    except OSError:
-        return False
-    return os.path.basename(program) == b"java"
 
 
 def crash_point(point: str) -> None:
@@ -51,9 +32,8 @@ def crash_point(point: str) -> None:
     if os.environ.get(CRASH_ENV) != point:
         return
     own = os.getpgid(0)
-    for pid in _ancestors():
-        if _is_java(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(os.getpgid(pid), signal.SIGKILL)
-            break
+    jvm = jvm_ancestor()
+    if jvm is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(jvm), signal.SIGKILL)
     os.killpg(own, signal.SIGKILL)
