@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BENCH_DIR, machine, md_table, median
+from qbeast_connect.spark.execute import arrow_in_one_call
 
 
 def table_path(commits: int, files_per_commit: int) -> str:
@@ -157,7 +158,9 @@ def round_trip_floors(spark: Any, rounds: int) -> dict[str, float]:
     return {
         "conf.get": _median_ms(lambda: spark.conf.get("spark.sql.session.timeZone"), rounds),
         "range(1).schema (analysis only)": _median_ms(lambda: spark.range(1).schema, rounds),
-        "range(1) ExecutePlan (Arrow)": _median_ms(lambda: spark.range(1)._to_table(), rounds),
+        "range(1) ExecutePlan (Arrow)": _median_ms(
+            lambda: arrow_in_one_call(spark.range(1)), rounds
+        ),
         "range(1).collect()": _median_ms(lambda: spark.range(1).collect(), rounds),
         "sql('select 1').collect()": _median_ms(lambda: spark.sql("select 1").collect(), rounds),
         "plugin one-row query, collect()": _median_ms(lambda: probe().load().collect(), rounds),

@@ -27,6 +27,7 @@ from qbeast_connect.exceptions import (
 from qbeast_connect.model.block import index_file_from_add
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.spark.errors import translate_errors
+from qbeast_connect.spark.execute import arrow_in_one_call
 from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
 from qbeast_connect.spark.location import table_location
 from qbeast_connect.spark.storage_options import with_storage_options
@@ -204,10 +205,9 @@ def _collect_pairs(df: Any) -> list[tuple[str, str]]:
     the schema: each is another round trip. The Arrow table of the Connect DataFrame comes
     without either; other DataFrames are collected.
     """
-    to_table = getattr(df, "_to_table", None)
-    if to_table is None:
+    table = arrow_in_one_call(df)
+    if table is None:
         return [(str(r[0]), str(r[1])) for r in df.collect()]
-    table = to_table()[0]
     return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
 
