@@ -4,6 +4,7 @@ files are small, when a compaction is due, and which revisions the latest one co
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -132,3 +133,46 @@ def test_files_of_revisions_the_latest_does_not_cover_stay() -> None:
     # staging files (revision 0) are left to optimize(0)
     staged = [_file(f"st{i}", 0, 10) for i in range(4)]
     assert files_to_compact(_snapshot(staged), ON) == ()
+
+
+def _state(files: list[IndexFile], configuration: dict[str, str]) -> SimpleNamespace:
+    snapshot = _snapshot(files)
+    config = {**snapshot.configuration, **configuration}
+    schema = '{"type":"struct","fields":[{"name":"t","type":"long","nullable":true,"metadata":{}}]}'
+    return SimpleNamespace(
+        exists=True,
+        path="/t",
+        configuration=config,
+        schema_string=schema,
+        adds=[{"path": f.path, "size": f.size, "partitionValues": {}} for f in files],
+        qbeast=lambda: QbeastSnapshot(config, tuple(files), 7),
+    )
+
+
+def test_a_compaction_that_loses_a_conflict_gives_up_once_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The append has landed: a compaction that a concurrent commit beats is not retried,
+    raises nothing, and the append's result reports it."""
+    from qbeast_connect.exceptions import CommitConflictError
+    from qbeast_connect.spark import auto_compact as job
+
+    on = {"qbeast.autoCompact": "true"}
+    files = [_file(f"s{i}", 3, 500) for i in range(4)]
+    calls: list[dict[str, object]] = []
+
+    def beaten(*args: object, **kwargs: object) -> None:
+        calls.append({"paths": args[3], **kwargs})
+        raise CommitConflictError("a concurrent commit removed a file this one reads")
+
+    monkeypatch.setattr(job, "load_table_state", lambda spark, path: _state(files, on))
+    monkeypatch.setattr(job, "read_table_files", lambda *args: "rows")
+    monkeypatch.setattr(job, "index_staging", beaten)
+    result = job.compact_after_append(None, "/t", on)  # type: ignore[arg-type]
+    assert result is not None and result.skipped == "conflict" and result.version is None
+    assert len(calls) == 1 and calls[0]["paths"] == ["s0", "s1", "s2", "s3"]
+    assert calls[0]["keep_revision"] is True
+    assert calls[0]["commit_tags"] == {"qbeast.autoCompaction": "true"}
+    # off, or not due: no state is even read
+    monkeypatch.setattr(job, "load_table_state", lambda spark, path: pytest.fail("read"))
+    assert job.compact_after_append(None, "/t", {}) is None  # type: ignore[arg-type]
