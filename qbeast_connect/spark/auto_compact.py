@@ -10,15 +10,19 @@ hash of the indexed values, so the rows keep theirs and every sample returns the
 
 The append has landed whatever happens here: a compaction that loses a conflict with a
 concurrent commit gives up at once (the next append tries again), and its result says so.
+Any other qbeast error of the compaction (a malformed ``qbeast.autoCompact*`` property, a
+file vacuumed meanwhile, ...) is also reported in the result, with a warning, instead of
+failing the append.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from qbeast_connect.exceptions import CommitConflictError
+from qbeast_connect.exceptions import CommitConflictError, QbeastError
 from qbeast_connect.options import WriteOptions
 from qbeast_connect.rules.auto_compact import (
     AUTO_COMMIT_TAG,
@@ -50,9 +54,27 @@ def compact_after_append(
         configuration: the table configuration the append saw, with its options over it
             (so an append that turns ``autoCompact`` on is compacted at once).
 
-    Raises:
-        InvalidOptionError: an ``qbeast.autoCompact*`` property holds a malformed value.
+    Returns:
+        None when no compaction was due; else what it did, or why it committed nothing
+        (``skipped``: ``"conflict"``, or ``"failed: <error>"``).
     """
+    try:
+        return _compact(spark, path, configuration)
+    except CommitConflictError:
+        return AutoCompaction(None, skipped="conflict")
+    except QbeastError as error:
+        warnings.warn(
+            f"the automatic compaction after an append to {path} failed (the append is "
+            f"committed): {error}",
+            UserWarning,
+            stacklevel=3,
+        )
+        return AutoCompaction(None, skipped=f"failed: {error}")
+
+
+def _compact(
+    spark: SparkSession, path: str, configuration: Mapping[str, str]
+) -> AutoCompaction | None:
     if not settings_of(configuration).enabled:
         return None
     state = load_table_state(spark, path)
@@ -74,18 +96,15 @@ def compact_after_append(
     ]
     schema = StructType.fromJson(json.loads(state.schema_string))
     source = read_table_files(spark, state.path, schema, files)
-    try:
-        result = index_staging(
-            source,
-            state.path,
-            latest,
-            paths,
-            WriteOptions(),
-            keep_revision=True,
-            commit_tags={AUTO_COMMIT_TAG: "true"},
-        )
-    except CommitConflictError:
-        return AutoCompaction(None, skipped="conflict")
+    result = index_staging(
+        source,
+        state.path,
+        latest,
+        paths,
+        WriteOptions(),
+        keep_revision=True,
+        commit_tags={AUTO_COMMIT_TAG: "true"},
+    )
     if result.version is None:
         return AutoCompaction(None, skipped="the rows do not fit the latest revision's space")
     return AutoCompaction(result.version, result.removed_files, result.added_files, result.rows)

@@ -176,3 +176,19 @@ def test_a_compaction_that_loses_a_conflict_gives_up_once_and_says_so(
     # off, or not due: no state is even read
     monkeypatch.setattr(job, "load_table_state", lambda spark, path: pytest.fail("read"))
     assert job.compact_after_append(None, "/t", {}) is None  # type: ignore[arg-type]
+
+
+def test_a_failing_compaction_never_fails_the_append(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A malformed property (written by another tool) makes the compaction report the
+    error, with a warning, and raise nothing: the append it follows is committed."""
+    from qbeast_connect.spark import auto_compact as job
+
+    bad = {"qbeast.autoCompact": "true", "qbeast.autoCompact.minNumFiles": "many"}
+    files = [_file(f"s{i}", 3, 500) for i in range(4)]
+    monkeypatch.setattr(job, "load_table_state", lambda spark, path: _state(files, bad))
+    monkeypatch.setattr(job, "index_staging", lambda *a, **k: pytest.fail("rewrote"))
+    with pytest.warns(UserWarning, match="the append is committed"):
+        result = job.compact_after_append(None, "/t", {"qbeast.autoCompact": "true"})  # type: ignore[arg-type]
+    assert result is not None and result.version is None
+    assert result.skipped is not None and result.skipped.startswith("failed: ")
+    assert "autoCompactMinNumFiles must be a positive integer" in result.skipped
