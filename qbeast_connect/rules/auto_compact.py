@@ -50,6 +50,7 @@ __all__ = [
     "covers",
     "files_to_compact",
     "settings_of",
+    "stored_configuration",
 ]
 
 #: Write options (case-insensitive, as every write option).
@@ -151,6 +152,18 @@ def auto_compact_properties(values: Mapping[str, object]) -> dict[str, str]:
         elif name == MIN_NUM_FILES:
             out[MIN_NUM_FILES_KEY] = _positive_text(name, value, "4")
     return out
+
+
+def stored_configuration(
+    table: Mapping[str, str], properties: Mapping[str, str]
+) -> dict[str, str] | None:
+    """The configuration an append that keeps the table's configuration commits instead,
+    so that the ``autoCompact*`` options it was given are kept with the table; None when
+    the table holds them already (or none was given)."""
+    given = {k: v for k, v in properties.items() if k in OPTION_KEYS.values()}
+    if all(table.get(k) == v for k, v in given.items()):
+        return None
+    return {**table, **given}
 
 
 def settings_of(configuration: Mapping[str, str]) -> AutoCompactSettings:

@@ -58,6 +58,7 @@ from qbeast_connect.options import (
     WriteOptions,
 )
 from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.auto_compact import stored_configuration
 from qbeast_connect.rules.columns import (
     check_column_names,
     index_types,
@@ -476,6 +477,8 @@ class _Writer:
                 self.options,
                 appending,
             )
+        elif appending:  # options such as autoCompact are kept with the table
+            configuration = stored_configuration(state.configuration, self.options.table_properties)
         schema_changed = appending and schema_string != state.schema_string
         return self._commit(
             state,
@@ -512,11 +515,12 @@ class _Writer:
                 existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
             )
         changed = schema_string != state.schema_string
+        config = stored_configuration(state.configuration, self.options.table_properties)
         try:
             # the latest revision, its configuration kept: as the regular path does for an
             # append that does not supersede it
-            return self._commit(state, latest, {}, None, None,
-                                schema_string if changed else None,
+            return self._commit(state, latest, {}, None, config,
+                                schema_string if (changed or config) else None,
                                 new_revision=False, schema_changed=changed, append_task=task)
         except Exception as exc:
             if not small_append.declined(exc):

@@ -22,6 +22,7 @@ from qbeast_connect.rules.auto_compact import (
     covers,
     files_to_compact,
     settings_of,
+    stored_configuration,
 )
 
 SPECS = parse_columns_to_index("t,user")
@@ -192,3 +193,13 @@ def test_a_failing_compaction_never_fails_the_append(monkeypatch: pytest.MonkeyP
     assert result is not None and result.version is None
     assert result.skipped is not None and result.skipped.startswith("failed: ")
     assert "autoCompactMinNumFiles must be a positive integer" in result.skipped
+
+
+def test_an_append_given_the_options_keeps_them_with_the_table() -> None:
+    table = {"qbeast.lastRevisionID": "2", "delta.appendOnly": "false"}
+    props = parse_write_options({"autoCompact": "true", "delta.appendOnly": "true"})
+    stored = stored_configuration(table, props.table_properties)
+    # only the autoCompact keys are added; other properties keep their existing rules
+    assert stored == {**table, "qbeast.autoCompact": "true"}
+    assert stored_configuration(stored, props.table_properties) is None  # already kept
+    assert stored_configuration(table, {}) is None
