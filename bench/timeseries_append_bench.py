@@ -15,6 +15,11 @@ between the two tables. With ``--optimize-each`` the appended table's revisions 
 each optimized (``optimize(revisionID)``: files rewritten by weight band, revisions kept)
 and measured again; with ``--merge`` it is then optimized with ``mergeRevisions=True`` (all
 revisions re-indexed into one) and measured again.
+
+With ``--auto-compact`` a third table gets the same appends with ``autoCompact=true`` (at
+the default thresholds), interleaved hour by hour with the plain table's appends so that
+both see the same load; the report adds that table's figures, the compactions that ran and
+the total seconds of each table's appends (compactions included), side by side.
 """
 
 from __future__ import annotations
@@ -114,6 +119,7 @@ def main() -> None:
     parser.add_argument("--cube-size", type=int, default=2000)
     parser.add_argument("--merge", action="store_true")
     parser.add_argument("--optimize-each", action="store_true")
+    parser.add_argument("--auto-compact", action="store_true")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
@@ -130,8 +136,11 @@ def main() -> None:
         columns = "event_time,user_id"
         appended_path = fresh_dir("timeseries_appended")
         once_path = fresh_dir("timeseries_once")
-        started = time.perf_counter()
+        compact_path = fresh_dir("timeseries_autocompact") if args.auto_compact else ""
+        append_seconds = compact_seconds = 0.0
+        compactions: list[dict[str, Any]] = []
         for hour in range(args.appends):
+            started = time.perf_counter()
             qc.write(
                 hour_frame(spark, hour, args.rows),
                 appended_path,
@@ -139,7 +148,30 @@ def main() -> None:
                 columnsToIndex=columns,
                 cubeSize=args.cube_size,
             )
-        append_seconds = time.perf_counter() - started
+            append_seconds += time.perf_counter() - started
+            if not args.auto_compact:
+                continue
+            started = time.perf_counter()
+            result = qc.write(
+                hour_frame(spark, hour, args.rows),
+                compact_path,
+                mode="append",
+                columnsToIndex=columns,
+                cubeSize=args.cube_size,
+                autoCompact="true",
+            )
+            compact_seconds += time.perf_counter() - started
+            if result.compaction is not None:
+                done = result.compaction
+                compactions.append(
+                    {
+                        "after_append": hour + 1,
+                        "removed_files": done.removed_files,
+                        "added_files": done.added_files,
+                        "rows": done.rows,
+                        "skipped": done.skipped,
+                    }
+                )
         qc.write(
             all_frame(spark, args.appends, args.rows),
             once_path,
@@ -154,12 +186,21 @@ def main() -> None:
             "command": "python -m bench.timeseries_append_bench "
             f"--appends {args.appends} --rows {args.rows} --cube-size {args.cube_size}"
             + (" --optimize-each" if args.optimize_each else "")
-            + (" --merge" if args.merge else ""),
+            + (" --merge" if args.merge else "")
+            + (" --auto-compact" if args.auto_compact else ""),
             "append_seconds_total": round(append_seconds, 1),
             "once": once,
             "appended": appended,
             "appended_vs_once": compare(appended, once),
         }
+        if args.auto_compact:
+            compacted = measure(spark, compact_path, args.appends)
+            compacted["compactions"] = compactions
+            report["auto_compact"] = compacted
+            report["auto_compact_vs_once"] = compare(compacted, once)
+            report["auto_compact_append_seconds_total"] = round(compact_seconds, 1)
+            report["auto_compact_cost_ratio"] = round(compact_seconds / append_seconds, 2)
+            report["auto_compact_rows_rewritten"] = sum(c["rows"] for c in compactions)
         if args.optimize_each:
             table = qc.QbeastTable.forPath(spark, appended_path)
             rewritten = [

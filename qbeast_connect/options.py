@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.rules import auto_compact
 from qbeast_connect.rules.table_properties import checked_table_properties
 from qbeast_connect.rules.time_partitioning import parse_partition_by
 
@@ -49,6 +50,7 @@ _KNOWN = {
         MERGE_SCHEMA,
         TABLE_FORMAT,
         PARTITION_BY,
+        *auto_compact.OPTION_KEYS,
         "path",
     )
 }
@@ -89,7 +91,9 @@ class WriteOptions:
         txn_version: idempotent-write version (int64).
         user_metadata: stored as ``commitInfo.userMetadata``.
         merge_schema: allow appends that add columns.
-        table_properties: ``delta.*`` and other table properties to store in the metadata.
+        table_properties: ``delta.*`` and other table properties to store in the metadata
+            (the ``autoCompact*`` options become ``qbeast.autoCompact*`` properties, see
+            :mod:`qbeast_connect.rules.auto_compact`).
         hooks: pre-commit hook options (``qbeastPreCommitHook.<name>`` and ``.<name>.arg``).
         partition_by: ``partitionBy``: ``<time column>:<update period>`` (time partitions,
             see :mod:`qbeast_connect.rules.time_partitioning`), or None.
@@ -228,6 +232,11 @@ def parse_write_options(options: Mapping[str, object]) -> WriteOptions:
         time_column, period = parse_partition_by(partition_by)
         partition_by = f"{time_column}:{period.value}"
     properties = checked_table_properties(properties)
+    properties.update(
+        auto_compact.auto_compact_properties(
+            {name: values[name] for name in auto_compact.OPTION_KEYS if name in values}
+        )
+    )
     return WriteOptions(
         columns_to_index=columns,
         cube_size=None if cube_size is None else _as_int(CUBE_SIZE, cube_size, positive=True),

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError, PluginUnavailableError
 from qbeast_connect.options import WriteOptions, parse_write_options
+from qbeast_connect.spark.auto_compact import compact_after_append
 from qbeast_connect.spark.write import run_write
 from qbeast_connect.write_plan import WriteResult
 
@@ -124,7 +125,9 @@ class QbeastBatchWriter:
         try:
             app_id = self.application_id(batch_df.sparkSession)
             options = dataclasses.replace(self.options, txn_app_id=app_id, txn_version=batch_id)
-            self.last_result = run_write(batch_df, self.path, "append", options)
+            self.last_result = run_write(
+                batch_df, self.path, "append", options, compact=compact_after_append
+            )
         finally:
             leave_release_to_server(batch_df)
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from qbeast_connect.index.layout import FileLayout
 from qbeast_connect.index.partition_trees import PartitionTree, trees_from_json, trees_to_json
 from qbeast_connect.plan_codec import plan_to_json, reading_plan
+from qbeast_connect.rules.auto_compact import AutoCompaction
 from qbeast_connect.rules.time_partitioning import TimePartitioning
 
 #: Name of the helper column carrying the row weight (Spark ``hash`` of the indexed columns).
@@ -169,6 +170,9 @@ class WriteResult:
             ``write_input``) and ``write`` (the job that writes the files and commits).
             Phases a write did not need are absent. Reading the commit back is not
             timed: it happens on first access (``commit_loader``).
+        compaction: the automatic compaction that followed an append to a table with
+            ``autoCompact`` on (:mod:`qbeast_connect.rules.auto_compact`): files removed
+            and added in a commit of its own, or why it was skipped; None when none was due.
         commit_loader: for a write that committed, what reads its commit back (a query
             to the server). ``version``, ``revision_id``, ``num_files`` and ``num_rows``
             come from it on the first access of any of them, so a write whose caller
@@ -184,6 +188,7 @@ class WriteResult:
     num_files: int = 0
     num_rows: int = 0
     timings: Mapping[str, float] = field(default_factory=dict)
+    compaction: AutoCompaction | None = None
     commit_loader: Callable[[], Mapping[str, Any]] | None = field(
         default=None, repr=False, compare=False
     )

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.options import parse_mode, parse_write_options
+from qbeast_connect.spark.auto_compact import compact_after_append
 from qbeast_connect.spark.write import run_write
 from qbeast_connect.write_plan import WriteResult
 
@@ -80,7 +81,9 @@ def write(
     ):
         if value is not None:
             raw[key] = value
-    return run_write(df, path, parse_mode(mode), parse_write_options(raw))
+    return run_write(
+        df, path, parse_mode(mode), parse_write_options(raw), compact=compact_after_append
+    )
 
 
 class DataFrameQbeastWriter:
@@ -115,7 +118,11 @@ class DataFrameQbeastWriter:
     def save(self, path: str) -> WriteResult:
         """Run the write."""
         return run_write(
-            self._df, path, parse_mode(self._mode), parse_write_options(self._options)
+            self._df,
+            path,
+            parse_mode(self._mode),
+            parse_write_options(self._options),
+            compact=compact_after_append,
         )
 
 

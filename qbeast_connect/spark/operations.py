@@ -252,10 +252,16 @@ def index_staging(
     paths: list[str],
     opts: WriteOptions,
     target: Revision | None = None,
+    *,
+    keep_revision: bool = False,
+    commit_tags: Mapping[str, str] | None = None,
 ) -> OptimizeResult:
     """Index staging files (read as ``source``) like an append (``latest``'s columns and
     cube size) and replace them, in one commit. With ``target`` (a new revision), index
-    the rows of ``paths`` into that revision instead (optimize merging revisions)."""
+    the rows of ``paths`` into that revision instead (optimize merging revisions). With
+    ``keep_revision`` (automatic compaction: files of revisions ``latest`` covers), the
+    rows join ``latest``'s tree and nothing is committed if they would need a new
+    revision; ``commit_tags`` go to ``commitInfo.tags``."""
     from qbeast_connect.spark.write import _Writer
 
     raw: dict[str, Any] = {
@@ -274,7 +280,11 @@ def index_staging(
         remove_paths=tuple(paths),
         data_change=False,
         target=target,
+        keep_revision=keep_revision,
+        commit_tags=commit_tags,
     ).run()
+    if result.skipped:
+        return OptimizeResult(None, latest.revision_id, 0, 0, 0)
     return OptimizeResult(
         result.version, result.revision_id or 0, len(paths), result.num_files, result.num_rows
     )

@@ -58,6 +58,7 @@ from qbeast_connect.options import (
     WriteOptions,
 )
 from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.auto_compact import stored_configuration
 from qbeast_connect.rules.columns import (
     check_column_names,
     index_types,
@@ -84,8 +85,12 @@ from qbeast_connect.spark.write_input import (
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan, WriteResult
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
+
+    from qbeast_connect.rules.auto_compact import AutoCompaction
 
 __all__ = [
     "CONSOLIDATE_ABOVE_PARTITIONS",
@@ -225,7 +230,8 @@ def _weights_and_layout(
 class _Writer:
     """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
     staging area, which indexes existing rows like an append and replaces their files;
-    ``target`` serves optimize merging revisions, which indexes them into that revision."""
+    ``target`` serves optimize merging revisions, which indexes them into that revision;
+    ``keep_revision`` (automatic compaction) commits nothing rather than open a revision."""
 
     def __init__(
         self,
@@ -238,6 +244,8 @@ class _Writer:
         data_change: bool = True,
         operation: str = "WRITE",
         target: Revision | None = None,
+        keep_revision: bool = False,
+        commit_tags: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
@@ -251,6 +259,10 @@ class _Writer:
         self.operation = operation
         #: a new revision to index into (optimize merging revisions), else None
         self.target = target
+        self.keep_revision = keep_revision
+        self.commit_tags = commit_tags
+        #: the table's configuration when the write started (empty for a new table)
+        self.table_configuration: Mapping[str, str] = {}
         self.input_partitions = 0
         self.specs: tuple[ColumnSpec, ...] = (
             parse_columns_to_index(options.columns_to_index)
@@ -327,6 +339,12 @@ class _Writer:
                 )
         appending = state.exists and self.mode == "append"
         qsnap = state.qbeast() if state.exists else None
+        self.table_configuration = state.configuration if state.exists else {}
+        if qsnap is not None and self.remove_paths:
+            # the tree the rows join is the one left once the files they come from are gone
+            gone = set(self.remove_paths)
+            kept = tuple(f for f in qsnap.files if f.path not in gone)
+            qsnap = type(qsnap)(qsnap.configuration, kept, qsnap.version)
         if appending:
             assert qsnap is not None
             if not qsnap.is_qbeast:
@@ -423,6 +441,9 @@ class _Writer:
         )
         if self.target is not None:
             plan = plan_into(plan, self.target)
+        if self.keep_revision and plan.is_new:
+            reason = "the rows do not fit the latest revision's space"
+            return WriteResult(self.path, None, skipped=True, reason=reason)
         revision = plan.revision
         same_revision = latest is not None and not plan.is_new
         existing = (
@@ -456,6 +477,8 @@ class _Writer:
                 self.options,
                 appending,
             )
+        elif appending:  # options such as autoCompact are kept with the table
+            configuration = stored_configuration(state.configuration, self.options.table_properties)
         schema_changed = appending and schema_string != state.schema_string
         return self._commit(
             state,
@@ -492,11 +515,12 @@ class _Writer:
                 existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
             )
         changed = schema_string != state.schema_string
+        config = stored_configuration(state.configuration, self.options.table_properties)
         try:
             # the latest revision, its configuration kept: as the regular path does for an
             # append that does not supersede it
-            return self._commit(state, latest, {}, None, None,
-                                schema_string if changed else None,
+            return self._commit(state, latest, {}, None, config,
+                                schema_string if (changed or config) else None,
                                 new_revision=False, schema_changed=changed, append_task=task)
         except Exception as exc:
             if not small_append.declined(exc):
@@ -671,6 +695,7 @@ class _Writer:
             operation=self.operation,
             data_change=self.data_change,
             remove_paths=self.remove_paths,
+            commit_tags=self.commit_tags,
             hooks=self.options.hooks,
             append_task=append_task,
             partitioning=self.partitioning,
@@ -681,10 +706,12 @@ class _Writer:
         if revision is not None:
             columns = [F.col(quote_identifier(n)) for n in revision.column_names]
             df = df.select("*", F.hash(*columns).alias(WEIGHT_COLUMN))
-            if layout is not None and (self.target is not None or self.partitioning is not None):
-                # a merge of revisions rewrites them whole, and a time-partitioned table
-                # keeps each partition's file groups apart: one file per group, as optimize
-                if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS or self.target is not None:
+            whole = self.target is not None or self.keep_revision
+            if layout is not None and (whole or self.partitioning is not None):
+                # a merge of revisions or a compaction rewrites them whole, and a
+                # time-partitioned table keeps each partition's file groups apart: one file
+                # per group, as optimize
+                if self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS or whole:
                     df = group_by_file(df, revision, weights, layout, plan.partition_trees,
                                        self.partitioning)
             elif self.input_partitions > CONSOLIDATE_ABOVE_PARTITIONS and layout is not None:
@@ -732,7 +759,24 @@ class _Writer:
         }
 
 
-def run_write(df: DataFrame, path: str, mode: WriteMode, options: WriteOptions) -> WriteResult:
+def run_write(
+    df: DataFrame,
+    path: str,
+    mode: WriteMode,
+    options: WriteOptions,
+    *,
+    compact: Callable[[Any, str, Mapping[str, str]], AutoCompaction | None] | None = None,
+) -> WriteResult:
     """Run one write of ``df`` to ``path`` with validated ``mode`` and ``options`` (what
-    :func:`qbeast_connect.write` and its builder call)."""
-    return _Writer(df, path, mode, options).run()
+    :func:`qbeast_connect.write` and its builder call).
+
+    After an append that was not skipped, ``compact`` (the API's automatic compaction) is
+    called with the session, the location and the table configuration with the write's
+    table properties over it; what it returns becomes ``WriteResult.compaction``."""
+    writer = _Writer(df, path, mode, options)
+    result = writer.run()
+    if compact is not None and mode == "append" and not result.skipped:
+        settings = {**writer.table_configuration, **options.table_properties}
+        # set in place: a copy would read the append's commit back now, not on first access
+        object.__setattr__(result, "compaction", compact(writer.spark, writer.path, settings))
+    return result

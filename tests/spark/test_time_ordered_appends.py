@@ -12,7 +12,14 @@ import pytest
 
 import qbeast_connect as qc
 from qbeast_connect.model.transformation import LinearTransformation
-from tests.spark.helpers import deltalake_table, live_adds, log_actions, row_digest, spark_digest
+from tests.spark.helpers import (
+    deltalake_table,
+    latest_configuration,
+    live_adds,
+    log_actions,
+    row_digest,
+    spark_digest,
+)
 
 START = 1_704_067_200  # 2024-01-01 00:00:00 UTC, in seconds
 HOURS, ROWS = 12, 50
@@ -121,3 +128,67 @@ def test_optimize_merges_revisions_into_one(
     assert spark_digest(table.sample(0.1)) == spark_digest(
         data.filter("hash(event_time, user_id) < -1717986918")
     )
+
+
+
+def _events(spark: Any, hour: int) -> Any:
+    """400 events of one hour, users in [0, 1000)."""
+    return spark.range(400, numPartitions=1).selectExpr(
+        f"timestamp_seconds({START} + {hour} * 3600 + pmod(hash(id, {hour}, 1), 3600)) "
+        "AS event_time",
+        f"cast(pmod(hash(id, {hour}, 2), 1000) AS int) AS user_id",
+        f"concat('event-', {hour}, '-', id) AS payload",
+    )
+
+
+def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path) -> None:
+    """With autoCompact on, the append that makes 4 small files holding root rows (the
+    default autoCompactMinNumFiles) is followed by one compaction commit into the latest
+    revision: no revision is opened, the rows and every sample stay the same, and a small
+    sample opens fewer bytes than before it (issue 20: every small append's file holds root
+    rows, so every sample opened every file). The option, given to one append that keeps
+    the table's revision, is kept with the table for the appends after it."""
+    path = str(tmp_path / "t")
+    results = [qc.write(_events(spark, 0), path, columnsToIndex="event_time,user_id",
+                        cubeSize=1000)]
+    data = _events(spark, 0)
+    for hour in range(1, 6):
+        options = {"autoCompact": "true"} if hour == 2 else {}
+        results.append(qc.write(_events(spark, hour), path, mode="append", **options))
+        data = data.unionByName(_events(spark, hour))
+        if hour == 2:
+            assert latest_configuration(path)["qbeast.autoCompact"] == "true"
+    compactions = [r.compaction for r in results]
+    assert compactions[:3] == [None, None, None] and compactions[4:] == [None, None]
+    done = compactions[3]
+    assert done is not None and done.skipped is None
+    assert done.version == results[3].version + 1
+    assert (done.removed_files, done.rows) == (4, 1600)
+
+    table = qc.QbeastTable.forPath(spark, path)
+    # hours 1 and 4 left the space, as without compaction; the compaction opened none
+    assert table.revisionIDs() == [0, 1, 2, 3]
+    assert [r.revision_id for r in results] == [1, 2, 2, 2, 3, 3]
+    commit = [a for v, a in log_actions(path) if v == done.version]
+    info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
+    assert info["tags"] == {"qbeast.autoCompaction": "true"}
+    assert not any("txn" in a or "metaData" in a for a in commit)
+    changes = [a[k] for a in commit for k in ("add", "remove") if k in a]
+    assert len(changes) == 4 + done.added_files and all(c["dataChange"] is False for c in changes)
+    assert {a["add"]["tags"]["revision"] for a in commit if "add" in a} == {"2"}
+    # the table holds the written rows, also for deltalake; the files are fewer
+    assert len(table.snapshot.files) == done.added_files + 2 < 6
+    assert spark_digest(table.toDF()) == spark_digest(data)
+    assert row_digest(deltalake_table(path)) == spark_digest(data)
+    # re-indexed rows keep their weights: samples before and after the compaction are equal
+    before = table.read(fraction=0.25, versionAsOf=results[3].version)
+    after = table.read(fraction=0.25, versionAsOf=done.version)
+    assert spark_digest(before) == spark_digest(after)
+    assert spark_digest(table.sample(0.25)) == spark_digest(
+        data.filter("hash(event_time, user_id) < -1073741824")  # weight(0.25)
+    )
+    small = table.explainScan(fraction=0.01, versionAsOf=done.version)
+    assert small.selected_files == 1
+    assert small.selected_bytes < table.explainScan(
+        fraction=0.01, versionAsOf=results[3].version
+    ).selected_bytes
