@@ -1,4 +1,5 @@
-"""Rebase a qbeast commit over concurrent commits that only opened new revisions.
+"""Rebase a qbeast commit over concurrent commits that only opened new revisions (or
+added time partitions).
 
 Two appends that both leave the current space both add revision ``N`` (``last + 1``). At
 the Delta level the second one sees a concurrent ``metaData`` and would have to give up,
@@ -14,6 +15,10 @@ read it apart from new revisions:
 * same schema, partition columns, format, table id, name and description;
 * every revision the transaction read is still there, unchanged (an overwrite restarts the
   revisions and so still conflicts);
+* its partition timelines (time-partitioned tables) only gained partitions: the
+  transaction's own new partitions are then added to the winner's timelines
+  (:mod:`server_plugin.timeline_rebase`), while a dropped partition, an overwritten
+  timeline or a changed implementation conflicts;
 * any other configuration key it changed is one of the informational qbeast keys
   (:data:`INFORMATIONAL_KEYS`) or was set to the same value by the transaction itself.
 
@@ -31,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from qbeast_connect.exceptions import CommitConflictError, QbeastError
 from qbeast_connect.model.revision import Revision
 from server_plugin.delta.actions import Action, AddFile, FrozenMap, Metadata
+from server_plugin.timeline_rebase import is_timeline_key, merged_timelines, timelines_only_grow
 
 __all__ = [
     "INFORMATIONAL_KEYS",
@@ -79,8 +85,10 @@ def _same_shape(a: Metadata, b: Metadata) -> bool:
 
 
 def _other_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str | None]:
-    """Non-revision keys whose value differs (None: the key was removed)."""
-    keys = (set(before) | set(after)) - {k for k in set(before) | set(after) if _is_revision_key(k)}
+    """Keys other than revision and timeline keys whose value differs (None: removed)."""
+    keys = {
+        k for k in set(before) | set(after) if not _is_revision_key(k) and not is_timeline_key(k)
+    }
     return {k: after.get(k) for k in keys if before.get(k) != after.get(k)}
 
 
@@ -100,13 +108,16 @@ def _only_adds_revisions(before: Metadata, after: Metadata) -> bool:
 def metadata_commutes(before: Metadata, ours: Metadata | None) -> bool:
     """Whether a transaction's metaData change commutes with concurrent appends.
 
-    True when the transaction changes no metaData, or only adds qbeast revisions (and
-    rewrites informational keys): files other writers add meanwhile stay valid under it,
-    and a concurrent revision can be rebased over with :func:`rebase_revisions`.
+    True when the transaction changes no metaData, or only adds qbeast revisions and
+    partitions to the timelines (and rewrites informational keys): files other writers add
+    meanwhile stay valid under it, and a concurrent metaData of the same kind can be
+    rebased over with :func:`rebase_revisions`.
     """
     if ours is None:
         return True
     if not _only_adds_revisions(before, ours):
+        return False
+    if not timelines_only_grow(before.configuration, ours.configuration):
         return False
     changed = _other_changes(before.configuration, ours.configuration)
     return all(key in INFORMATIONAL_KEYS for key in changed)
@@ -136,12 +147,14 @@ def rebase_revisions(
 
     Returns:
         The actions with the winner's configuration merged into the transaction's
-        metaData (if it has one) and the transaction's new revisions renumbered after the
-        winner's, in the configuration and in the ``revision`` tag of every added file.
+        metaData (if it has one): the transaction's new revisions renumbered after the
+        winner's, in the configuration and in the ``revision`` tag of every added file,
+        and its new time partitions added to the winner's timelines.
 
     Raises:
-        CommitConflictError: The winner changed more than the revisions (schema, a table
-            property, or the revisions the transaction read, as an overwrite does), or the
+        CommitConflictError: The winner changed more than the revisions and timelines
+            (schema, a table property, the revisions the transaction read or a partition
+            of the timeline, as an overwrite or a drop_partition does), or the
             transaction's own metaData change does not commute with it.
     """
 
@@ -154,6 +167,11 @@ def rebase_revisions(
     if not _only_adds_revisions(before, winner):
         raise conflict(
             "it changed the table schema or replaced the revisions this transaction read"
+        )
+    if not timelines_only_grow(before.configuration, winner.configuration):
+        raise conflict(
+            "it removed time partitions from the table's timeline or replaced it "
+            "(drop_partition, an overwrite or a new timeline implementation)"
         )
     ours = next((a for a in actions if isinstance(a, Metadata)), None)
     ours_changed = {} if ours is None else _other_changes(before.configuration, ours.configuration)
@@ -194,6 +212,7 @@ def rebase_revisions(
             config.pop(key, None)
         else:
             config[key] = value
+    config = merged_timelines(before.configuration, config, ours.configuration)
     if 0 in new_ours and 0 not in winner_revisions:
         config[f"{_REVISION_PREFIX}0"] = new_ours[0]
     for rid, new_id in mapping.items():

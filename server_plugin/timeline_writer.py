@@ -49,7 +49,7 @@ from server_plugin.data_files import (
     deleted_unless_committed,
     task_files,
 )
-from server_plugin.delta.actions import AddFile, FrozenMap, RemoveFile
+from server_plugin.delta.actions import AddFile, FrozenMap, Metadata, RemoveFile
 from server_plugin.delta.committer import (
     commit,
     create_table_actions,
@@ -62,6 +62,7 @@ from server_plugin.delta.storage import Storage, storage_for
 from server_plugin.delta.storage.scope import storage_scope
 from server_plugin.delta.uris import encode_path, normalize_path
 from server_plugin.parquet_statistics import parquet_write_options
+from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
 from server_plugin.time_partitions import current_timelines
 
 __all__ = [
@@ -364,14 +365,26 @@ def commit_timeline_write(
         )
     removed = frozenset(normalize_path(r.path, storage.root_uri) for r in removes)
     blind = not changes_metadata and not removes and plan.operation == "write"
+    # an append whose timeline change only adds partitions commutes with concurrent appends
+    # and is rebased over the ones that added partitions too (server_plugin.timeline_rebase)
+    commutes = (
+        base is not None
+        and plan.operation == "write"
+        and plan.mode == "append"
+        and not removes
+        and metadata_commutes(
+            base.metadata, next((a for a in actions if isinstance(a, Metadata)), None)
+        )
+    )
     read_set = TransactionReadSet(
         read_version=plan.read_version,
-        read_whole_table=not blind,
+        read_whole_table=not blind and not commutes,
         read_files=removed,
         removed_files=removed,
         changes_metadata=changes_metadata,
         changes_protocol=new_table,
         is_blind_append=blind,
+        metadata_commutes=commutes,
     )
     operation, parameters = _commit_operation(plan)
     with deleted_unless_committed(storage, files):
@@ -384,6 +397,7 @@ def commit_timeline_write(
             is_blind_append=blind,
             snapshot=base,
             txn_id=plan.txn_id or None,
+            rebase=rebase_revisions if commutes else None,
             # counted by the tasks: files holding NaN or infinities have no stats
             num_output_rows=sum(f.num_records for f in files),
         )

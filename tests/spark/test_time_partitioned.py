@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import qbeast_connect as qc
-from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError
 from qbeast_connect.planning.file_planner import sample_weight_sql
 from qbeast_connect.rules.time_partitioning import PARTITIONING_KEY
 from qbeast_connect.timeline import UpdatePeriod, drop_partition, load_timelines
@@ -211,6 +211,47 @@ def test_drop_partition_of_a_qbeast_table(spark: Any, daily: str, tmp_path: Path
     assert row_digest(deltalake_table(path), COLUMNS) == row_digest(expected)
     table = qc.QbeastTable.forPath(spark, path)
     assert spark_digest(table.read(), COLUMNS) == row_digest(expected)
+
+
+def test_concurrent_appends_of_new_days_both_commit(
+    spark: Any, daily: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (#20): two appends planned on one version, each adding a new day, used to
+    end in a CommitConflictError for the second; both commit now, the second rebased over
+    the first. A drop_partition that wins over an append into the dropped day conflicts."""
+    from qbeast_connect.spark import write as write_module
+
+    path = _copy(daily, tmp_path)
+    real = write_module.load_table_state
+    pinned = [real(spark, path)]  # every write below plans on this state, as racers do
+
+    def stale(session: Any, where: str, **at: Any) -> Any:
+        return real(session, where, **at) if any(at.values()) else pinned[0]
+
+    monkeypatch.setattr(write_module, "load_table_state", stale)
+    first = qc.write(_events(spark, 400, 100), path, mode="append")  # 2024-01-05
+    second = qc.write(_events(spark, 500, 100), path, mode="append")  # 2024-01-06
+    assert (first.version, second.version) == (1, 2)
+    infos = [a["commitInfo"] for version, a in log_actions(path) if "commitInfo" in a]
+    assert [i["readVersion"] for i in infos[1:]] == [0, 0]  # the second lost the race
+    days = [*DAYS, "2024-01-05", "2024-01-06"]
+    timeline = load_timelines(spark, path)[(PCOL, UpdatePeriod.DAILY)]
+    assert [str(p) for p in timeline] == days
+    assert sorted(_by_partition(path)) == days
+    expected = row_digest(_expected(0, 600))  # every row once
+    read = deltalake_table(path)
+    assert row_digest(read, COLUMNS) == expected
+    assert read[PCOL].to_pylist() == _day(read)
+    config = latest_configuration(path)  # qbeast metadata: every file names a revision
+    assert all(
+        f"qbeast.revision.{a['tags']['revision']}" in config for a in live_adds(path).values()
+    )
+
+    pinned[0] = real(spark, path)  # version 2
+    assert drop_partition(spark, path, "2024-01-05").version == 3
+    with pytest.raises(CommitConflictError, match="version 3"):
+        qc.write(_events(spark, 410, 10), path, mode="append")  # into 2024-01-05
+    assert max(version for version, _ in log_actions(path)) == 3
 
 
 def test_optimize_one_partition_rewrites_only_its_files(

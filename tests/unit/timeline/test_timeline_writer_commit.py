@@ -216,7 +216,9 @@ def _commit_info(path: str, version: int) -> dict[str, Any]:
     return next(a["commitInfo"] for a in _actions(path, version) if "commitInfo" in a)
 
 
-def test_concurrent_timeline_changes_conflict_but_blind_appends_rebase(tmp_path: Path) -> None:
+def test_concurrent_appends_adding_partitions_rebase_but_drops_conflict(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
     from qbeast_connect.exceptions import CommitConflictError
 
     path = str(tmp_path / "t")
@@ -225,11 +227,29 @@ def test_concurrent_timeline_changes_conflict_but_blind_appends_rebase(tmp_path:
     assert _write(path, 0, [(2, "2015-01-01")]) == 1
     assert _write(path, 0, [(3, "2015-01-01")]) == 2
     # two writes that each add a new partition (a timeline change) at the same version:
-    # the second would overwrite the first one's timeline, so it must fail
+    # the second adds its partition to the first one's timeline and lands on top
     assert _write(path, 2, [(4, "2015-01-02")]) == 3
-    with pytest.raises(CommitConflictError):
-        _write(path, 2, [(5, "2015-01-03")])
-    assert _daily(path) == ["2015-01-01", "2015-01-02"]
+    assert _write(path, 2, [(5, "2015-01-05")]) == 4
+    assert _write(path, 2, [(6, "2015-01-01")]) == 5  # blind, over both timeline changes
+    assert _daily(path) == ["2015-01-01", "2015-01-02", "2015-01-05"]
+    assert _config(path)["qbeast.timeline.dt.daily.holes"] == "2015-01-03,2015-01-04"
+    rows = DeltaTable(path).to_pyarrow_table().to_pylist()
+    assert sorted((r["v"], r["dt"]) for r in rows) == [
+        (1, "2015-01-01"),
+        (2, "2015-01-01"),
+        (3, "2015-01-01"),
+        (4, "2015-01-02"),
+        (5, "2015-01-05"),
+        (6, "2015-01-01"),
+    ]
+    # a drop of 2015-01-02 wins: appends planned before it, into that partition or adding
+    # another one, conflict (the timeline lost a partition), and their files are deleted
+    drop = _plan(path, 5, operation="drop", period=None, drop_partitions=("2015-01-02",))
+    assert commit_timeline_write(drop, []) == 6
+    for rows_in in ([(7, "2015-01-02")], [(8, "2015-01-07")]):
+        with pytest.raises(CommitConflictError, match="version 6 .DELETE."):
+            _write(path, 5, rows_in)
+    assert _daily(path) == ["2015-01-01", "2015-01-05"]
     files = {a.partition_values["dt"] for a in read_snapshot(storage_for(path)).files.values()}
-    assert files == {"2015-01-01", "2015-01-02"}
-    assert not list((tmp_path / "t").glob("dt=2015-01-03/*.parquet"))  # loser's file deleted
+    assert files == {"2015-01-01", "2015-01-05"}
+    assert not list((tmp_path / "t").glob("dt=2015-01-07/*.parquet"))  # loser's file deleted
