@@ -186,9 +186,9 @@ def next_fraction(result: ApproxResult) -> float | None:
     reliable interval whose half-width is at most ``relativeError * |estimate|``, or when
     every row has been read. Otherwise the next fraction is the power of two at which the
     widest interval is predicted to be narrow enough (half-widths shrink like
-    ``sqrt((1 - p) / p)``), at least twice and at most 16 times the power of two the rows
-    read reach (a band widened past ``2^-k`` counts as ``2^-k``); a prediction of half the
-    rows or more reads them all (exact).
+    ``sqrt((1 - p) / p)``), at most 16 times the current one and at least twice the power
+    of two it reaches (a band its files widened past ``2^-k`` grows to ``2^-(k-1)``, not
+    beyond); a prediction of half the rows or more reads them all (exact).
     """
     if result.exact or result.relativeError is None:
         return None
@@ -209,7 +209,7 @@ def next_fraction(result: ApproxResult) -> float | None:
     # growth counts from the power of two the rows read reach: a band that its files widened
     # a little past 2^-k (covered_fraction) grows to 2^-(k-1) at least, not to 2^-(k-2)
     base = 2.0 ** math.floor(math.log2(result.fraction) + 1e-9)
-    needed = min(max(needed, 2.0 * base), _MAX_GROWTH * base)
+    needed = min(max(needed, 2.0 * base), _MAX_GROWTH * p)
     exponent = math.ceil(math.log2(needed) - 1e-12)
     while 2.0**exponent <= result.fraction:
         exponent += 1
