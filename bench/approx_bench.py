@@ -6,8 +6,10 @@ Usage: QBEAST_BENCH_DIR=/tmp/qbeast-bench-approx python -m bench.approx_bench --
 Writes (once; reused when present) TPC-H lineitem indexed on l_shipdate, l_extendedprice,
 l_partkey, then times, interleaved in one session: the exact ``sum(l_extendedprice)`` (and a
 grouped variant) on plain parquet and on the qbeast table, and ``approx`` of the same with
-``relativeError``. Reports medians, ratios to plain parquet, the bytes approx read and
-whether its interval holds the exact answer.
+``relativeError``. Reports medians, ratios to plain parquet, the bytes approx read, its
+number of Spark queries (one per band) and whether its interval holds the exact answer; and,
+for the ungrouped sum, the floor measured in the same loop: the cheapest Connect query
+(``spark.range(1)``) and a one-column sum of the top-band file (every sample opens it).
 """
 
 from __future__ import annotations
@@ -54,6 +56,32 @@ def _covered(
     return len(approx_rows) == len(exact)
 
 
+def _top_file(table: Any) -> str:
+    """The file holding the table's lowest weights: every sample opens it, whatever its size."""
+    files = [f for f in table.snapshot.files if f.blocks]
+    top = min(files, key=lambda f: min(b.min_weight for b in f.blocks))
+    return str(table._absolute(top.path))
+
+
+def _with_small_first_band(run: Any) -> Any:
+    """``run()`` with round 4's first band: the power of two holding ~4,096 rows, widened to
+    what its files hold, instead of one sized for the rows ``relativeError`` needs (for a
+    same-run comparison of the two rules)."""
+    from qbeast_connect.approx.planner import BandPlanner
+    from qbeast_connect.approx.result import first_fraction
+
+    sized = BandPlanner.first_band
+
+    def small(self: BandPlanner, rows: int) -> Any:
+        return self.band(0.0, first_fraction(self.candidate_rows()))
+
+    BandPlanner.first_band = small  # type: ignore[method-assign]
+    try:
+        return run()
+    finally:
+        BandPlanner.first_band = sized  # type: ignore[method-assign]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
@@ -74,6 +102,7 @@ def main() -> None:
         table = qc.QbeastTable.forPath(spark, str(path))
         report: dict[str, Any] = {
             "machine": machine(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
             "command": "python -m bench.approx_bench " + " ".join(sys.argv[1:]),
             "queries": {},
         }
@@ -86,6 +115,17 @@ def main() -> None:
                     q["aggregates"], groupBy=q["groupBy"], relativeError=args.relative_error
                 ),
             }
+            if name == "sum":  # the floor: what any Spark Connect answer costs at this layout
+                top = _top_file(table)
+                runs["approx, first band of ~4,096 rows (round 4 rule)"] = lambda q=query: (
+                    _with_small_first_band(
+                        lambda: table.approx(q["aggregates"], relativeError=args.relative_error)
+                    )
+                )
+                runs["floor: spark.range(1).collect()"] = lambda: spark.range(1).collect()
+                runs["floor: one-column sum of the top-band file"] = lambda f=top: (
+                    spark.read.parquet(f).agg({"l_extendedprice": "sum"}).collect()
+                )
             answers = {k: make() for k, make in runs.items()}  # warm-up, and the answers
             times: dict[str, list[float]] = {k: [] for k in runs}
             for _ in range(args.runs):
@@ -102,6 +142,7 @@ def main() -> None:
             entry["approx"] = {
                 "fraction": approx.fraction,
                 "steps": [[s.from_fraction, s.to_fraction, s.bytes_read] for s in approx.steps],
+                "queries": len(approx.steps),
                 "bytes_read": approx.bytesRead,
                 "table_bytes": approx.totalBytes,
                 "bytes_share": round(approx.bytesRead / approx.totalBytes, 4),
@@ -115,6 +156,7 @@ def main() -> None:
             }
             report["queries"][name] = entry
             print(name, json.dumps(entry), flush=True)
+        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         if args.out:
             Path(args.out).write_text(json.dumps(report, indent=2, default=str) + "\n")
     finally:

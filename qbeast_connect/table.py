@@ -488,25 +488,21 @@ class QbeastTable:
             An :class:`~qbeast_connect.approx.ApproxResult` (``rows()``, ``fraction``,
             ``bytesRead``, ``toPandas()``).
         """
-        from qbeast_connect.approx.bands import covered_fraction
+        from qbeast_connect.approx.planner import Band, BandPlanner
         from qbeast_connect.approx.run import run_approx
 
         columns = self._sample_columns()
-        files = self._qbeast.files
+        reader = self._reader()
 
-        candidates: list[ScanExplanation] = []
-
-        def read_band(low: float, high: float, widen: bool) -> tuple[DataFrame, float, int, int]:
-            explanation = self._explain(where, high, from_fraction=low or None)
-            if widen and not candidates:  # the files that may hold matching rows, any weight
-                candidates.append(self._explain(where, None))
-            if widen:
-                opened = explanation.plan.files
-                high = covered_fraction(candidates[0].plan.files, opened, low, high)
-            frame = self._dataframe(explanation, where, high, from_fraction=low)
-            return frame, high, explanation.selected_files, explanation.selected_bytes
+        def read_band(band: Band) -> DataFrame:
+            paths = tuple(self._absolute(p) for p in band.plan.paths)
+            explanation = ScanExplanation(band.plan, paths, reader)
+            return self._dataframe(
+                explanation, where, band.to_fraction, from_fraction=band.from_fraction
+            )
 
         return run_approx(
+            BandPlanner(self._planner(where)),
             read_band,
             aggregates,
             group_by=groupBy,
@@ -515,8 +511,7 @@ class QbeastTable:
             fraction=fraction,
             progress=progress,
             indexed_columns=columns,
-            total_rows=sum(f.num_records or f.element_count for f in files),
-            total_bytes=sum(f.size for f in files),
+            total_bytes=sum(f.size for f in self._qbeast.files),
         )
 
     def explainScan(  # noqa: N802
@@ -550,19 +545,31 @@ class QbeastTable:
     ) -> ScanExplanation:
         if fraction is not None:
             fraction = validate_fraction(fraction)
-        predicate = self._predicate(where)
-        plan = plan_files(
-            self._qbeast,
-            predicate,
-            fraction,
-            file_stats=stats_by_path(
-                self._state.adds, self._state.configuration, self._state.schema_string or {}
-            ),
-            schema=self._state.schema_string or {},
-            time_zone=None if predicate is None else self._session_time_zone(),
-            from_fraction=from_fraction,
-        )
+        plan = self._planner(where)(fraction, from_fraction)
         return ScanExplanation(plan, tuple(self._absolute(p) for p in plan.paths), self._reader())
+
+    def _planner(
+        self, where: Column | str | None
+    ) -> Callable[[float | None, float | None], ScanPlan]:
+        """The file planner for reads with this filter: ``(fraction, from_fraction) -> plan``.
+        The filter, the files' statistics and the session time zone are bound once."""
+        predicate = self._predicate(where)
+        schema: object = self._state.schema_string or {}
+        file_stats = stats_by_path(self._state.adds, self._state.configuration, schema)
+        time_zone = None if predicate is None else self._session_time_zone()
+
+        def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+            return plan_files(
+                self._qbeast,
+                predicate,
+                fraction,
+                file_stats=file_stats,
+                schema=schema,
+                time_zone=time_zone,
+                from_fraction=from_fraction,
+            )
+
+        return plan
 
     def _session_time_zone(self) -> str | None:
         """The time zone Spark reads zone-less timestamps in (None when unknown)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +17,14 @@ from qbeast_connect.approx.estimators import (
     inclusion_probability,
 )
 
-__all__ = ["ApproxResult", "Step", "first_fraction", "next_fraction"]
+__all__ = ["ApproxResult", "Step", "first_fraction", "next_fraction", "rows_needed"]
 
 _MAX_GROWTH = 16.0  # a step reads at most this many times the rows read so far
 _SAFETY = 1.3  # read a little more than the variance predicts
+#: The squared coefficient of variation (variance / mean²) a first band is sized for before
+#: any row is read: that of an exponential distribution, a wide spread for a measure (a
+#: uniform one has 1/3). A measure spread wider costs one more band, not a wrong interval.
+_PRIOR_CV2 = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +186,9 @@ def next_fraction(result: ApproxResult) -> float | None:
     reliable interval whose half-width is at most ``relativeError * |estimate|``, or when
     every row has been read. Otherwise the next fraction is the power of two at which the
     widest interval is predicted to be narrow enough (half-widths shrink like
-    ``sqrt((1 - p) / p)``), at least twice and at most 16 times the current one; a
-    prediction of half the rows or more reads them all (exact).
+    ``sqrt((1 - p) / p)``), at most 16 times the current one and at least twice the power
+    of two it reaches (a band its files widened past ``2^-k`` grows to ``2^-(k-1)``, not
+    beyond); a prediction of half the rows or more reads them all (exact).
     """
     if result.exact or result.relativeError is None:
         return None
@@ -201,8 +206,13 @@ def next_fraction(result: ApproxResult) -> float | None:
             needed = max(needed, _needed_probability(e, p, target, rows))
     if needed <= p:
         return None
-    needed = min(max(needed, 2.0 * p), _MAX_GROWTH * p)
+    # growth counts from the power of two the rows read reach: a band that its files widened
+    # a little past 2^-k (covered_fraction) grows to 2^-(k-1) at least, not to 2^-(k-2)
+    base = 2.0 ** math.floor(math.log2(result.fraction) + 1e-9)
+    needed = min(max(needed, 2.0 * base), _MAX_GROWTH * p)
     exponent = math.ceil(math.log2(needed) - 1e-12)
+    while 2.0**exponent <= result.fraction:
+        exponent += 1
     # from half of the rows on, the rest costs about as much again: read it all, exactly
     return 1.0 if exponent >= -1 else 2.0**exponent
 
@@ -212,3 +222,22 @@ def first_fraction(total_rows: int, rows: int = 4096) -> float:
     if total_rows <= rows:
         return 1.0
     return float(2.0 ** max(-30, math.floor(math.log2(rows / total_rows))))
+
+
+def rows_needed(
+    aggregates: Sequence[Aggregate], relative_error: float, z: float, prior_cv2: float = _PRIOR_CV2
+) -> int:
+    """Sampled rows with which every estimate should meet ``relative_error``, from no data.
+
+    A count's relative half-width is about ``z / √n``; a sum's or an average's about
+    ``z · √((1 + cv²) / n)`` (``cv`` the measure's coefficient of variation, taken as
+    ``prior_cv2``). So ``n = (1 + cv²) · (z / relative_error)²`` for the widest of them; 0
+    when every aggregate is a bound (min/max), which no number of rows narrows. Sizes the
+    first band of an online aggregation; the bands after it follow the estimates read.
+    """
+    factor = 0.0
+    for agg in aggregates:
+        if agg.is_bound:
+            continue
+        factor = max(factor, 1.0 if agg.kind in ("count", "count_distinct") else 1.0 + prior_cv2)
+    return math.ceil(factor * (z / relative_error) ** 2)

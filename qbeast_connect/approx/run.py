@@ -1,9 +1,11 @@
 """The Spark side of :meth:`QbeastTable.approx`: one aggregate query per weight band.
 
 Each step reads the rows of one weight band ``[weight(from), weight(to))`` (the files the
-index selects for that band, filtered to it) and computes, per group, the sums the
-estimators need (:func:`qbeast_connect.approx.estimators.stat_names`). Bands are disjoint, so
-a step adds its sums to those of the bands read before and no row is read twice.
+:class:`~qbeast_connect.approx.planner.BandPlanner` selects for that band, filtered to it)
+and computes, per group, the sums the estimators need
+(:func:`qbeast_connect.approx.estimators.stat_names`). Bands are disjoint, so a step adds its
+sums to those of the bands read before and no row is read twice. The planning comes from the
+log alone, so a step costs one Spark query: the one that reads its band.
 """
 
 from __future__ import annotations
@@ -15,20 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.approx.aggregates import Aggregate, parse_aggregates
 from qbeast_connect.approx.estimators import Sums, merge_sums, stat_names, z_value
-from qbeast_connect.approx.result import ApproxResult, Step, first_fraction, next_fraction
+from qbeast_connect.approx.planner import Band, BandPlanner
+from qbeast_connect.approx.result import ApproxResult, Step, next_fraction, rows_needed
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.planning.file_planner import validate_fraction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["BandRead", "run_approx"]
+__all__ = ["ReadBand", "run_approx"]
 
-#: ``(from_fraction, to_fraction, widen) -> (rows of the band matching the filter, the band's
-#: upper end as read, files, bytes)``. With ``widen`` the band may reach beyond
-#: ``to_fraction`` when the files it opens hold those rows anyway
-#: (:func:`qbeast_connect.approx.bands.covered_fraction`).
-BandRead = Callable[[float, float, bool], tuple["DataFrame", float, int, int]]
+#: ``band -> its rows matching the filter``: the DataFrame over the band's files, filtered
+#: to the band's weights and to the filter.
+ReadBand = Callable[[Band], "DataFrame"]
 
 
 def _columns_of(i: int, agg: Aggregate) -> list[Column]:
@@ -112,7 +113,8 @@ def _group_names(group_by: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def run_approx(
-    read_band: BandRead,
+    planner: BandPlanner,
+    read_band: ReadBand,
     aggregates: str | Sequence[str],
     *,
     group_by: str | Sequence[str] | None,
@@ -121,22 +123,22 @@ def run_approx(
     fraction: float | None,
     progress: Callable[[ApproxResult], object] | None,
     indexed_columns: Sequence[str],
-    total_rows: int,
     total_bytes: int,
 ) -> ApproxResult:
     """Read weight bands until the estimates are precise enough, or the one sample asked.
 
     Args:
-        read_band: reads one band (see :data:`BandRead`).
+        planner: plans each band's files from the log.
+        read_band: reads one band (see :data:`ReadBand`): one Spark query per step.
         aggregates: the aggregate texts (see :mod:`qbeast_connect.approx.aggregates`).
         group_by: grouping column names.
         relative_error: stop when every interval's half-width is at most this share of its
-            estimate (online aggregation).
+            estimate (online aggregation). The first band holds the rows
+            :func:`~qbeast_connect.approx.result.rows_needed` asks for.
         confidence: the intervals' confidence level.
         fraction: read this sample in one step instead.
         progress: called with the partial result after every step.
         indexed_columns: the columns whose hash is the row weight.
-        total_rows: rows of the table (picks the first band).
         total_bytes: bytes of the table (for the share shown).
     """
     groups = _group_names(group_by)
@@ -144,21 +146,22 @@ def run_approx(
     _check_distinct(parsed, indexed_columns)
     z = z_value(confidence)
     relative_error, fraction = _check_error(relative_error, fraction)
-    to = fraction if fraction is not None else first_fraction(total_rows)
+    if relative_error is not None:
+        band = planner.first_band(rows_needed(parsed, relative_error, z))
+    else:  # _check_error gave exactly one of the two
+        band = planner.band(0.0, fraction or 1.0, widen=False)
     held: dict[tuple[Any, ...], Sums] = {}
     steps: list[Step] = []
-    done_to = 0.0
     while True:
-        frame, to, files, size = read_band(done_to, to, fraction is None)
-        band = _band_sums(frame, parsed, groups)
-        merge_sums(held, band)
-        steps.append(Step(done_to, to, size, files, sum(int(s["rows"] or 0) for _, s in band)))
-        done_to = to
+        sums = _band_sums(read_band(band), parsed, groups)
+        merge_sums(held, sums)
+        rows = sum(int(s["rows"] or 0) for _, s in sums)
+        steps.append(Step(band.from_fraction, band.to_fraction, band.bytes, band.files, rows))
         result = ApproxResult(
             aggregates=parsed,
             group_by=groups,
             groups={k: dict(v) for k, v in held.items()},
-            fraction=to,
+            fraction=band.to_fraction,
             bytesRead=sum(s.bytes_read for s in steps),
             confidence=float(confidence),
             z=z,
@@ -175,4 +178,4 @@ def run_approx(
             return final
         if progress is not None:
             progress(result)
-        to = following
+        band = planner.band(band.to_fraction, following)

@@ -122,8 +122,11 @@ def test_approx_relative_error_reads_a_small_share_of_the_bytes(table: tuple[Any
     (row,) = result.rows()
     assert row["revenue_low"] <= exact <= row["revenue_high"]
     assert abs(row["revenue"] - exact) <= 0.05 * exact
-    # about 2,000 rows of 40,000 suffice (the band read is a sixteenth of the table)
-    assert result.fraction <= 1 / 8
+    # about 2,000 rows of 40,000 suffice; the first band is sized, from the log, for the
+    # 3,073 rows a measure spread as widely as an exponential one would need: the eighth of
+    # the table its files hold, read in one query
+    assert len(result.steps) == 1
+    assert result.fraction <= 1 / 8 + 1e-3
     assert result.bytesRead <= 0.25 * result.totalBytes
 
 

@@ -1,0 +1,111 @@
+"""Which files each step of :meth:`QbeastTable.approx` opens, planned from the log alone.
+
+The planner asks the file planner (:func:`qbeast_connect.planning.file_planner.plan_files`)
+for the files of one weight band and widens the band to what those files hold
+(:func:`qbeast_connect.approx.bands.covered_fraction`). Everything it needs is in the
+snapshot: the files that may match the filter (planned once per ``approx`` call), their row
+counts, and their blocks' weights. No step costs a Spark query before the one that reads
+its band.
+
+The first band of an online aggregation is sized so that, in the common case, it is also
+the last one (:meth:`BandPlanner.first_band`): it is the smallest power-of-two sample whose
+files hold the rows :func:`qbeast_connect.approx.result.rows_needed` asks for. Because a
+file is read whole, the band then takes every row those files hold below the next unopened
+file's smallest weight, at no extra byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from qbeast_connect.approx.bands import covered_fraction
+from qbeast_connect.approx.result import first_fraction
+from qbeast_connect.model.block import IndexFile
+from qbeast_connect.planning.file_planner import ScanPlan
+
+__all__ = ["Band", "BandPlanner", "PlanFiles"]
+
+#: ``(fraction, from_fraction) -> the files a read of that sample (or band) opens``;
+#: ``(None, None)`` plans the files that may hold a row matching the filter, whatever its
+#: weight. The caller binds the filter, the table's statistics and its time zone once.
+PlanFiles = Callable[[float | None, float | None], ScanPlan]
+
+#: From this fraction on a band reads the whole table instead: the rest costs about as much
+#: again, and the answer is then exact (as :func:`qbeast_connect.approx.result.next_fraction`).
+_READ_ALL_FROM = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """One step's read: the rows of weight in ``[weight(from_fraction), weight(to_fraction))``
+    of the files of ``plan``.
+
+    ``to_fraction`` is the band's end as read: at least the end asked, and as far as the
+    files opened hold every candidate row (see :func:`covered_fraction`).
+    """
+
+    plan: ScanPlan
+    from_fraction: float
+    to_fraction: float
+
+    @property
+    def files(self) -> int:
+        """Files the step opens."""
+        return len(self.plan.files)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the files the step opens."""
+        return self.plan.selected_bytes
+
+
+class BandPlanner:
+    """Plans the bands of one ``approx`` call from the table's snapshot.
+
+    Args:
+        plan: the file planner bound to the call's filter (see :data:`PlanFiles`).
+    """
+
+    def __init__(self, plan: PlanFiles) -> None:
+        self._plan = plan
+        self._candidates: tuple[IndexFile, ...] | None = None
+
+    @property
+    def candidates(self) -> tuple[IndexFile, ...]:
+        """The files that may hold a row matching the filter (planned once)."""
+        if self._candidates is None:
+            self._candidates = self._plan(None, None).files
+        return self._candidates
+
+    def candidate_rows(self) -> int:
+        """Rows stored in :attr:`candidates` (from their statistics or blocks): at least
+        the rows matching the filter."""
+        return sum(f.num_records or f.element_count for f in self.candidates)
+
+    def band(self, from_fraction: float, to_fraction: float, widen: bool = True) -> Band:
+        """The files of the band ``[from_fraction, to_fraction)``; with ``widen``, the band
+        reaches as far as those files hold every candidate row."""
+        plan = self._plan(to_fraction, from_fraction if from_fraction > 0.0 else None)
+        if widen:
+            to_fraction = covered_fraction(self.candidates, plan.files, from_fraction, to_fraction)
+        return Band(plan, from_fraction, to_fraction)
+
+    def first_band(self, rows: int) -> Band:
+        """The first band of an online aggregation that wants about ``rows`` sampled rows.
+
+        Starting from the power of two holding about ``rows`` of the candidate rows (at
+        least :func:`first_fraction`'s few thousand), the band doubles until the files it
+        opens hold ``rows`` candidate rows (its widened end times the candidate rows), or
+        until it would read half of the table or more: then it reads all of it.
+        """
+        total = self.candidate_rows()
+        fraction = first_fraction(total, max(rows, 1))
+        fraction = max(fraction, first_fraction(total))
+        while True:
+            if fraction >= _READ_ALL_FROM:
+                return self.band(0.0, 1.0, widen=False)
+            band = self.band(0.0, fraction)
+            if band.to_fraction >= 1.0 or band.to_fraction * total >= rows:
+                return band
+            fraction *= 2.0

@@ -1,0 +1,149 @@
+"""The planning of ``approx``'s weight bands: from the log alone, one band in the common case."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from qbeast_connect.approx import run
+from qbeast_connect.approx.aggregates import parse_aggregates
+from qbeast_connect.approx.planner import Band, BandPlanner
+from qbeast_connect.approx.result import rows_needed
+from qbeast_connect.model import (
+    MIN_WEIGHT,
+    Block,
+    CubeId,
+    IndexFile,
+    QbeastSnapshot,
+    weight_from_fraction,
+)
+from qbeast_connect.planning.file_planner import ScanPlan, plan_files
+from tests.unit.planning._helpers import make_revision
+
+TOTAL_ROWS = 60_000_000
+TOP = 1 / 60  # the top-band file holds every row below this weight fraction
+MEAN, SD = 38_000.0, 23_000.0  # l_extendedprice-like: cv² = 0.37
+
+
+def _sf10_like() -> QbeastSnapshot:
+    """The layout of TPC-H sf 10 written with cubeSize 1M: one 40 MB file holding the root
+    cube's million rows of weight fraction below 1/60, a 61 KB file of leftovers (23 root
+    rows from fraction 0.000546, and deeper cubes' rows), and eight large files of the
+    child cubes' rows above 1/60."""
+    revision = make_revision(1, (0, 1000), (-1.0, 1.0), random.Random(7))
+    root = CubeId.root(3)
+    children = root.children()
+    w = weight_from_fraction
+    files = [
+        IndexFile("top.parquet", 40_000_000, 0, 1, (Block("", MIN_WEIGHT, w(TOP), 1_000_000),)),
+        IndexFile(
+            "leftovers.parquet",
+            61_000,
+            0,
+            1,
+            (Block("", w(0.000546), w(TOP), 23), Block(children[0].to_string(), w(0.03), w(1.0), 977)),
+            1000,
+        ),
+    ]
+    rest = (TOTAL_ROWS - 1_001_000) // len(children)
+    for k, child in enumerate(children):
+        block = Block(child.to_string(), w(TOP) + 1 + k, w(1.0), rest)
+        files.append(IndexFile(f"child-{k}.parquet", 290_000_000, 0, 1, (block,), rest))
+    configuration = {"qbeast.lastRevisionID": "1", "qbeast.revision.1": revision.to_json()}
+    return QbeastSnapshot(configuration, tuple(files), 0)
+
+
+def _band_sums(frame: Any, aggregates: Any, group_by: Any) -> list[tuple[tuple[Any, ...], Any]]:
+    """What Spark would sum over a band of the table above: its expected rows and moments."""
+    band: Band = frame
+    rows = round((band.to_fraction - band.from_fraction) * TOTAL_ROWS)
+    sums = {"rows": rows, "n0": rows, "nz0": rows, "s0": rows * MEAN, "q0": rows * (MEAN**2 + SD**2)}
+    return [((), sums)]
+
+
+def test_a_one_percent_sum_over_a_table_whose_top_files_hold_enough_rows_reads_one_band(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At sf 10 ``approx("sum(x)", relativeError=0.01)`` read a first band of 2^-14 (the top
+    file, stopped at 0.000546 by the leftovers file) and then the top file again with the
+    leftovers: two Spark queries. Sized from the log, the first band opens both files at
+    once, reaches 1/60 (a million rows) and is the only one."""
+    snapshot = _sf10_like()
+    plans: list[tuple[float | None, float | None]] = []
+
+    def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        plans.append((fraction, from_fraction))
+        return plan_files(snapshot, None, fraction, from_fraction=from_fraction)
+
+    reads: list[Band] = []
+
+    def read_band(band: Band) -> Any:
+        reads.append(band)
+        return band
+
+    monkeypatch.setattr(run, "_band_sums", _band_sums)
+    result = run.run_approx(
+        BandPlanner(plan),
+        read_band,
+        "sum(price) AS revenue",
+        group_by=None,
+        relative_error=0.01,
+        confidence=0.95,
+        fraction=None,
+        progress=None,
+        indexed_columns=("x", "y", "s"),
+        total_bytes=sum(f.size for f in snapshot.files),
+    )
+    assert len(reads) == 1, [(b.from_fraction, b.to_fraction, b.plan.paths) for b in reads]
+    (band,) = reads
+    assert set(band.plan.paths) == {"top.parquet", "leftovers.parquet"}
+    assert band.from_fraction == 0.0
+    assert band.to_fraction == pytest.approx(TOP, rel=1e-6)
+    assert result.done and result.converged() and len(result.steps) == 1
+    assert result.rowsRead == round(TOP * TOTAL_ROWS)
+    assert result.bytesRead == 40_061_000 <= 0.05 * result.totalBytes
+    # the candidate files were planned once, not once per band
+    assert plans.count((None, None)) == 1
+
+
+def test_rows_needed_sizes_for_the_widest_estimate() -> None:
+    z = 1.96
+    count, total, low = parse_aggregates(["count(*) AS n", "sum(x) AS s", "min(x) AS lo"])
+    assert rows_needed([count], 0.01, z) == math.ceil((z / 0.01) ** 2) == 38_416
+    assert rows_needed([count, total], 0.01, z) == math.ceil(2 * (z / 0.01) ** 2)
+    assert rows_needed([low], 0.01, z) == 0  # bounds are not narrowed by rows
+    assert rows_needed([total], 0.1, z) == math.ceil(2 * (z / 0.1) ** 2)
+
+
+def test_a_band_widened_past_a_power_of_two_grows_to_the_next_one_not_to_the_whole_table() -> None:
+    """A first band asked at 1/8 whose files hold rows up to 0.12508 wanted 0.23 next: the
+    step used to double 0.12508 (0.25016), round that up to 1/2 and so read everything;
+    it grows from the power of two the band reaches, to 1/4."""
+    from qbeast_connect.approx.estimators import inclusion_probability, z_value
+    from qbeast_connect.approx.result import ApproxResult, next_fraction
+
+    fraction = 0.12507917199402097
+    p = inclusion_probability(fraction)
+    rows = 1629
+    sums = {"rows": rows, "n0": rows, "nz0": rows, "s0": rows * MEAN, "q0": rows * (MEAN**2 + SD**2)}
+    z = z_value(0.95)
+    half_share = z * math.sqrt((1 - p) * sums["q0"]) / sums["s0"]
+
+    def result(relative_error: float) -> ApproxResult:
+        return ApproxResult(
+            aggregates=parse_aggregates("sum(price) AS revenue"),
+            group_by=(),
+            groups={(): sums},
+            fraction=fraction,
+            bytesRead=0,
+            confidence=0.95,
+            z=z,
+            relativeError=relative_error,
+        )
+
+    assert next_fraction(result(0.9 * half_share)) == 0.25
+    assert next_fraction(result(0.5 * half_share)) == 1.0  # predicted to need half or more
+    assert next_fraction(result(1.01 * half_share)) is None
