@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -11,7 +9,7 @@ from typing import Any
 import pytest
 
 import qbeast_connect as qc
-from qbeast_connect.spark.server import LocalConnectServer
+from tests.crash_server import run_until_crash
 from tests.spark.helpers import live_adds, log_actions, row_digest, spark_digest
 
 pytestmark = pytest.mark.slow
@@ -25,18 +23,6 @@ CLIENT = textwrap.dedent(
     qc.write(df, sys.argv[2], mode="append")
     """
 )
-
-
-def _crash_during_append(path: str, point: str) -> None:
-    server = LocalConnectServer(master="local[2]", env={"QBEAST_CRASH_AT": point}).start()
-    client = subprocess.Popen([sys.executable, "-c", CLIENT, server.url, path],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert server.wait(300) is not None, f"the server did not crash at {point}"
-    finally:
-        client.kill()
-        client.wait()
-        server.stop()
 
 
 @pytest.mark.parametrize(
@@ -56,7 +42,7 @@ def test_crash_leaves_the_table_whole(
     )
     qc.write(first, path, columnsToIndex="x", cubeSize=200)
     before = sorted(live_adds(path))
-    _crash_during_append(path, point)
+    run_until_crash(point, CLIENT, path)
 
     versions = {v for v, _ in log_actions(path)}
     table = qc.QbeastTable.forPath(remote_spark, path)

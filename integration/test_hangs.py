@@ -2,7 +2,8 @@
 
 Each test runs its clients as subprocesses with small timeouts (``QBEAST_CONNECT_TIMEOUT``,
 ``QBEAST_CONNECT_RETRY_TIMEOUT``) and checks they end, with the project's error, well within
-the bound; the tests that kill a server or a client start a server of their own.
+the bound; the tests that kill a server start a server of their own, the one that kills
+a client uses the suite's server (which outlives the client).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,15 @@ def _finish(process: subprocess.Popen[str], within: float) -> tuple[str, str]:
         process.kill()
         out, err = process.communicate()
         pytest.fail(f"the process did not exit within {within:.0f} s:\n{out}\n{err[-3000:]}")
+
+
+def _wait_for_running_tasks(markers: Path, tasks: int, client: subprocess.Popen[str]) -> None:
+    """Wait until ``tasks`` tasks of the client's slow UDF have started (each leaves a marker)."""
+    deadline = time.monotonic() + 120
+    while len(list(markers.iterdir())) < tasks:
+        assert client.poll() is None, client.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"only {sorted(markers.iterdir())} tasks started"
+        time.sleep(0.2)
 
 
 def test_session_to_a_dead_port_raises_server_unavailable_and_the_process_exits() -> None:
@@ -117,10 +128,13 @@ SLOW_WRITE = """
     from qbeast_connect.exceptions import ServerUnavailableError
 
     spark = qc.session(sys.argv[1])  # before the UDF: pyspark picks Connect UDFs then
+    MARKERS = sys.argv[3]
 
     @F.udf(DoubleType())
     def slow(x):
-        import time
+        import os, time
+        # a marker per running task: the test waits for them instead of sleeping blindly
+        open(os.path.join(MARKERS, f"{x}-{os.getpid()}"), "w").close()
         time.sleep(300)
         return float(x)
 
@@ -149,17 +163,24 @@ def test_server_killed_mid_write_raises_server_unavailable_within_the_bound(
     """Also: a process whose session is idle when its server dies still exits at once
     (the client's exit hook talks to the server; it must not retry for minutes)."""
     server = LocalConnectServer(master="local[2]").start()
+    markers = tmp_path / "running"
+    markers.mkdir()
     client = idle = None
     try:
         idle = _python(IDLE, server.url)
         client = _python(
-            SLOW_WRITE, server.url, str(tmp_path / "t"), QBEAST_CONNECT_RETRY_TIMEOUT="10"
+            SLOW_WRITE,
+            server.url,
+            str(tmp_path / "t"),
+            str(markers),
+            QBEAST_CONNECT_RETRY_TIMEOUT="10",
         )
         assert client.stdout is not None and idle.stdout is not None
         line = client.stdout.readline()
         assert line.strip() == "writing", client.communicate()[1][-3000:]
         assert idle.stdout.readline().strip() == "ready", idle.communicate()[1][-3000:]
-        time.sleep(8)  # the statistics job of the write is running its slow tasks now
+        # the statistics job of the write is running its slow tasks now
+        _wait_for_running_tasks(markers, 2, client)
         assert client.poll() is None
         server.kill()
         killed = time.monotonic()
@@ -191,10 +212,13 @@ SLOW_WRITE_IN_ONE_JOB = """
     from pyspark.sql.types import DoubleType
 
     spark = qc.session(sys.argv[1])  # before the UDF: pyspark picks Connect UDFs then
+    MARKERS = sys.argv[3]
 
     @F.udf(DoubleType())
     def slow(x):
-        import time
+        import os, time
+        # a marker per running task: the test waits for them instead of sleeping blindly
+        open(os.path.join(MARKERS, f"{x}-{os.getpid()}"), "w").close()
         time.sleep(600)
         return float(x)
 
@@ -214,37 +238,59 @@ SMALL_JOB = """
 """
 
 
+@pytest.fixture
+def two_core_server_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A ``local[2]`` server with the default settings, for a test that kills a client (the
+    server survives it): the suite's own server when it started one, else a new one."""
+    if not os.environ.get("SPARK_REMOTE"):
+        yield str(request.getfixturevalue("remote_url"))
+        return
+    server = LocalConnectServer(master="local[2]").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
 def test_a_killed_clients_write_is_cancelled_and_its_cores_freed_within_a_minute(
-    tmp_path: Path,
+    tmp_path: Path, two_core_server_url: str
 ) -> None:
     # two cores: the killed client's two slow write tasks hold all of them until cancelled
-    server = LocalConnectServer(master="local[2]").start()
+    url = two_core_server_url
     table = tmp_path / "t"
+    markers = tmp_path / "running"
+    markers.mkdir()
     client = other = None
     try:
-        client = _python(SLOW_WRITE_IN_ONE_JOB, server.url, str(table))
+        client = _python(SLOW_WRITE_IN_ONE_JOB, url, str(table), str(markers))
         assert client.stdout is not None
         line = client.stdout.readline()
         assert line.strip() == "writing", client.communicate()[1][-3000:]
-        time.sleep(10)  # both slow tasks of the write job run now
+        _wait_for_running_tasks(markers, 2, client)  # both slow tasks of the write job run
         assert client.poll() is None
         os.kill(client.pid, signal.SIGKILL)
         client.wait()
         killed = time.monotonic()
         # a second client's job needs both cores: it can only finish once they are freed
-        other = _python(SMALL_JOB, server.url)
+        other = _python(SMALL_JOB, url)
         out, err = _finish(other, within=75)
         took = time.monotonic() - killed
     finally:
         for process in (client, other):
             if process is not None and process.poll() is None:
                 process.kill()
-        server.stop()
     print(f"cores freed {took:.1f} s after the client was killed")
     assert "sum 45 after" in out, err[-3000:]
     assert took < 60, f"the cores of the killed client were freed after {took:.0f} s"
-    # the write was cancelled before its commit: no version of the table exists, and the
-    # server, now stopped, can no longer commit it
+    # the write was cancelled, not finished: the Python workers of its two slow tasks are
+    # gone (killed with their tasks), so nothing of it is left to commit; and no version
+    # of the table exists
+    workers = [int(m.name.split("-")[1]) for m in markers.iterdir()]
+    assert len(workers) == 2
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in workers), "a task of the cancelled write still runs"
     assert not list(table.glob("_delta_log/*.json"))
 
 

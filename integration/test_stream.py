@@ -10,8 +10,6 @@ batch 2.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 import qbeast_connect as qc
-from qbeast_connect.spark.server import LocalConnectServer
+from tests.crash_server import run_until_crash
 from tests.spark.helpers import deltalake_table, live_adds, row_digest, spark_digest
 from tests.spark.test_streaming import SCHEMA, drop_batch_file, run_available, txn_versions
 
@@ -35,21 +33,6 @@ CLIENT = textwrap.dedent(
     run_available(spark, Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]))
     """
 )
-
-
-def _crash_during_batch(source: Path, path: str, checkpoint: Path, point: str) -> None:
-    server = LocalConnectServer(master="local[2]", env={"QBEAST_CRASH_AT": point}).start()
-    client = subprocess.Popen(
-        [sys.executable, "-c", CLIENT, server.url, str(source), path, str(checkpoint)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert server.wait(300) is not None, f"the server did not crash at {point}"
-    finally:
-        client.kill()
-        client.wait()
-        server.stop()
 
 
 @pytest.mark.parametrize(
@@ -68,7 +51,7 @@ def test_stream_killed_mid_batch_restarts_with_each_row_once(
     assert [(v, t) for v, _, t in txn_versions(path)] == [(0, 0)]
 
     rows += drop_batch_file(source, 1)
-    _crash_during_batch(source, path, checkpoint, point)
+    run_until_crash(point, CLIENT, str(source), path, str(checkpoint))
     # Spark planned batch 1 and never recorded it as done
     assert (checkpoint / "offsets" / "1").exists()
     assert not (checkpoint / "commits" / "1").exists()
