@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import random
 import sys
 import time
@@ -189,7 +188,7 @@ def coverage(queries: list[Query], rows: Any) -> dict[str, Any]:
 
 
 def main() -> None:
-    from bench.common import bench_session, lineitem, machine, out_dir
+    from bench.common import bench_session, lineitem, machine, out_dir, save_report
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=0.1)
@@ -220,9 +219,7 @@ def main() -> None:
             "fractions": fractions,
             **figures,
         }
-        print(json.dumps(report, indent=2))
-        if args.out:
-            Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        save_report(report, args.out)
     finally:
         qc.stop()
 

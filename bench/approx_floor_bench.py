@@ -12,7 +12,6 @@ is timed ``--runs`` times, interleaved, first with the session's default AQE (on
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import bench_session, lineitem, machine, median, out_dir
+from bench.common import bench_session, lineitem, machine, median, out_dir, save_report
 
 
 def _variants(spark: Any, table: Any) -> dict[str, Callable[[], object]]:
@@ -110,9 +109,7 @@ def main() -> None:
         finally:
             spark.conf.unset("spark.sql.adaptive.enabled")
         report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-        print(json.dumps(report["median_s"], indent=2), flush=True)
-        if args.out:
-            Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        save_report(report, args.out)
     finally:
         qc.stop()
 

@@ -34,10 +34,10 @@ from qbeast_connect.spark.balance import balanced_column
 from qbeast_connect.spark.columns import from_column
 from qbeast_connect.spark.files import (
     SPARK_READER,
-    TableFile,
     answer_input_files,
     read_table_files,
     reader_for,
+    table_file,
 )
 from qbeast_connect.spark.operations import OptimizeResult, check_optimize_arguments
 from qbeast_connect.spark.snapshot import (
@@ -585,14 +585,7 @@ class QbeastTable:
     def _read_files(self, paths: Sequence[str]) -> DataFrame:
         """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
         adds = {str(a.get("path")): a for a in self._state.adds}
-        files: list[TableFile] = [
-            (
-                p,
-                int(adds[p].get("size") or 0) if p in adds else 0,
-                dict(adds[p].get("partitionValues") or {}) if p in adds else {},
-            )
-            for p in paths
-        ]
+        files = [table_file(adds.get(p, {"path": p})) for p in paths]
         return read_table_files(self._spark, self._path, self.schema, files)
 
     def _absolute(self, path: str) -> str:

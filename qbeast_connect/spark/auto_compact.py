@@ -32,7 +32,7 @@ from qbeast_connect.rules.auto_compact import (
     settings_of,
 )
 from qbeast_connect.rules.time_partitioning import partitioning_of
-from qbeast_connect.spark.files import TableFile, read_table_files
+from qbeast_connect.spark.files import read_table_files, table_file
 from qbeast_connect.spark.operations import index_staging
 from qbeast_connect.spark.snapshot import load_table_state
 
@@ -90,10 +90,7 @@ def _compact(
     from pyspark.sql.types import StructType
 
     adds = {str(a.get("path")): a for a in state.adds}
-    files: list[TableFile] = [
-        (p, int(adds[p].get("size") or 0), dict(adds[p].get("partitionValues") or {}))
-        for p in paths
-    ]
+    files = [table_file(adds[p]) for p in paths]
     schema = StructType.fromJson(json.loads(state.schema_string))
     source = read_table_files(spark, state.path, schema, files)
     result = index_staging(

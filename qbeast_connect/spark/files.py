@@ -63,6 +63,12 @@ __all__ = [
 #: partition values (from the log's ``add`` action).
 TableFile = tuple[str, int, Mapping[str, "str | None"]]
 
+
+def table_file(add: Mapping[str, Any]) -> TableFile:
+    """The :data:`TableFile` of a log ``add`` (size 0 and no partition values when the
+    action does not give them)."""
+    return (str(add.get("path")), int(add.get("size") or 0), dict(add.get("partitionValues") or {}))
+
 _known: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 _registered: weakref.WeakSet[Any] = weakref.WeakSet()
 _driver_listing: weakref.WeakSet[Any] = weakref.WeakSet()

@@ -22,7 +22,7 @@ from qbeast_connect.planning.file_planner import plan_files, stats_by_path
 from qbeast_connect.planning.predicate import Predicate, from_sql, quote_identifier
 from qbeast_connect.spark.balance import balanced_column
 from qbeast_connect.spark.columns import from_column
-from qbeast_connect.spark.files import read_table_files
+from qbeast_connect.spark.files import read_table_files, table_file
 from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.timeline.cover import CoverPlan, TimelineOracle, plan_cover
 from qbeast_connect.timeline.partition import TimePartition, TimeRange
@@ -264,14 +264,7 @@ class Fact:
                 self._spark,
                 state.path,  # the canonical location (relative paths resolved)
                 schema,
-                [
-                    (
-                        str(a["path"]),
-                        int(a.get("size") or 0),
-                        dict(a.get("partitionValues") or {}),
-                    )
-                    for a in selected
-                ],
+                [table_file(a) for a in selected],
             )
             frame = frame.select(*[quote_identifier(n) for n in schema.fieldNames()])
             if where is not None:
