@@ -14,7 +14,9 @@ On TPC-H SF1 indexed on three columns this made ``sample(0.1)`` read 90% of the 
 This layout cuts rows in two steps:
 
 1. **Weight band.** Band edges are the weights of the fractions ``2**-K, ..., 1/4, 1/2``
-   with ``K`` such that the top band ``[0, 2**-K)`` still expects about ``limit`` rows.
+   with ``K`` such that the top band ``[0, 2**-K)`` still expects about ``limit`` rows;
+   with larger files, one more edge cuts the top band's first ~64k rows
+   (:data:`SAMPLE_BAND_ROWS`) into a sample band of their own.
    A sample of fraction ``f`` then reads only the bands starting below ``f``: at most
    twice the rows it returns, whatever the tree's shape.
 2. **Run of cubes.** Inside a band, cubes are taken in CubeId order (pre-order depth
@@ -64,6 +66,13 @@ __all__ = [
 #: Deepest band edge: fraction ``2**-MAX_BANDS`` (a write would need ~10**9 x limit rows).
 MAX_BANDS = 30
 
+#: Expected rows of the sample band of a write with files larger than that: the top band
+#: ``[0, 2**-K)`` is cut once more at the power of two holding about this many rows. A
+#: small sample, or the first step of ``approx``, then opens a file of about the rows it
+#: wants, not a cube-sized one. One cut only: every band adds a file (one per write task)
+#: to the root cube's region, which every filter opens (``bench/top_bands_bench.py``).
+SAMPLE_BAND_ROWS = 65_536
+
 #: ``(cube, low weight, high weight, rows)``: rows of ``cube`` with weights spread
 #: uniformly over ``[low, high]``.
 Segment = tuple[str, int, int, float]
@@ -74,15 +83,24 @@ def band_edges(rows: float, limit: int) -> tuple[int, ...]:
 
     Band ``i`` holds weights ``edges[i-1] <= w < edges[i]`` (open-ended at both ends). The
     edges are ``weight(2**-k)`` for ``k = K..1`` where ``K = floor(log2(rows / limit))``:
-    the top band keeps at least ``limit`` expected rows. Writes of fewer than
-    ``2 * limit`` rows get one band.
+    the top band keeps at least ``limit`` expected rows. When ``limit`` is above
+    :data:`SAMPLE_BAND_ROWS`, one more edge ``weight(2**-S)``, ``S = floor(log2(rows /
+    SAMPLE_BAND_ROWS))``, cuts the top band: its rows are the root cube's of least weight,
+    so the root's first 64k-128k rows get files of their own, each a valid block of the root
+    (its ``minWeight`` the least weight in it, its ``maxWeight`` the cube's). Writes of
+    fewer than ``2 * limit`` rows get one band.
     """
     if limit <= 0:
         raise InvalidOptionError(f"file row limit must be positive, got {limit}")
     if rows < 2 * limit:
         return ()
     k = min(MAX_BANDS, math.floor(math.log2(rows / limit)))
-    return tuple(weight_from_fraction(2.0**-j) for j in range(k, 0, -1))
+    powers = list(range(k, 0, -1))
+    if limit > SAMPLE_BAND_ROWS:
+        sample = min(MAX_BANDS, math.floor(math.log2(rows / SAMPLE_BAND_ROWS)))
+        if sample > k:
+            powers.insert(0, sample)
+    return tuple(weight_from_fraction(2.0**-j) for j in powers)
 
 
 def _band_shares(low: int, high: int, edges: Sequence[int]) -> list[tuple[int, float]]:

@@ -181,3 +181,38 @@ def test_layout_of_a_real_tree(dims: int, skew: bool) -> None:
         read = np.unique(groups[weights < cut])
         read_rows = sizes[read].sum()
         assert (weights < cut).sum() <= read_rows <= 2.0 * f * n + 2 * limit, f
+
+
+def test_large_cubes_keep_a_small_sample_band() -> None:
+    """A cube size above SAMPLE_BAND_ROWS still gets a top band of ~64k-128k rows: the
+    root cube's rows of least weight go to files of their own, so a small sample opens a
+    small file instead of a cube-sized one (approx's first step at sf 10, cubeSize 1M).
+    One cut only: the root's other rows stay in the files they had."""
+    from qbeast_connect.index.layout import SAMPLE_BAND_ROWS
+
+    # 60M rows at 1M rows a file: regular bands down to 1/32, and the sample band 1/512
+    edges = band_edges(60_000_000, 1_000_000)
+    regular = tuple(weight_from_fraction(2.0**-k) for k in range(5, 0, -1))
+    assert edges == (weight_from_fraction(2.0**-9), *regular)
+    # no sample band at or below SAMPLE_BAND_ROWS, nor when the top band is that small
+    assert band_edges(6_000_000, SAMPLE_BAND_ROWS) == tuple(
+        weight_from_fraction(2.0**-k) for k in range(6, 0, -1)
+    )
+    assert band_edges(200_000, 70_000) == (weight_from_fraction(0.5),)
+    # small writes still get one band
+    assert band_edges(1_999_999, 1_000_000) == ()
+    # the root (weights below 1/60) of a 60M-row write, as the write plans it
+    root_top = weight_from_fraction(1 / 60)
+    segments = [("", MIN_WEIGHT, root_top, 1_000_000.0), ("A", root_top, MAX_WEIGHT, 59e6)]
+    layout = plan_layout(segments, 1_000_000, rows=60_000_000)
+    rng = np.random.default_rng(5)
+    weights = rng.integers(MIN_WEIGHT, root_top, 1_000_000, endpoint=False).astype(np.int32)
+    groups = layout.groups(np.zeros(len(weights), dtype=np.int64), [""], weights)
+    sizes = np.bincount(groups)
+    sizes = sizes[sizes > 0]
+    # the root lands in 2 files: [0, 1/512) and [1/512, 1/60)
+    assert len(sizes) == 2
+    assert 0.9 * 60e6 / 512 <= sizes[0] <= 1.1 * 60e6 / 512
+    # a sample of 1/1000 reads the first file only: ~117k rows, not the root's 1M
+    first = groups[weights < weight_from_fraction(0.001)]
+    assert len(set(first.tolist())) == 1
