@@ -21,6 +21,7 @@ from qbeast_connect.approx.planner import Band, BandPlanner
 from qbeast_connect.approx.result import ApproxResult, Step, next_fraction, rows_needed
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.planning.file_planner import validate_fraction
+from qbeast_connect.spark.adaptive import adaptive_off
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -30,6 +31,14 @@ __all__ = ["ReadBand", "run_approx"]
 #: ``band -> its rows matching the filter``: the DataFrame over the band's files, filtered
 #: to the band's weights and to the filter.
 ReadBand = Callable[[Band], "DataFrame"]
+
+#: A band of at most this many bytes is read by one task. Its aggregate then needs no
+#: shuffle: Spark runs one stage, and with nothing to re-plan it runs with adaptive
+#: execution off (:func:`~qbeast_connect.spark.adaptive.adaptive_off`). Together that
+#: halves the query of a one-file band at sf 10 on two cores (BENCHMARKS.md). Above it, the
+#: files' row groups are worth reading on every core, and a grouped aggregate is worth
+#: AQE's merging of its shuffle partitions.
+ONE_TASK_BYTES = 16 * 2**20
 
 
 def _columns_of(i: int, agg: Aggregate) -> list[Column]:
@@ -153,7 +162,12 @@ def run_approx(
     held: dict[tuple[Any, ...], Sums] = {}
     steps: list[Step] = []
     while True:
-        sums = _band_sums(read_band(band), parsed, groups)
+        frame = read_band(band)
+        if band.bytes <= ONE_TASK_BYTES:
+            with adaptive_off(frame.sparkSession):
+                sums = _band_sums(frame.coalesce(1), parsed, groups)
+        else:
+            sums = _band_sums(frame, parsed, groups)
         merge_sums(held, sums)
         rows = sum(int(s["rows"] or 0) for _, s in sums)
         steps.append(Step(band.from_fraction, band.to_fraction, band.bytes, band.files, rows))

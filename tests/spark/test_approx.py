@@ -138,3 +138,39 @@ def test_approx_refuses_what_it_cannot_estimate(table: tuple[Any, Any]) -> None:
         t.approx("count(*)")
     with pytest.raises(InvalidOptionError, match="supports count, sum, avg"):
         t.approx("median(x)", fraction=0.5)
+
+
+def test_a_small_band_is_one_stage_without_shuffle(
+    table: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A band read by one task is aggregated without an exchange (one Spark stage), and the
+    answer is unchanged; a band above ONE_TASK_BYTES keeps Spark's parallel plan."""
+    from qbeast_connect.approx import run
+    from qbeast_connect.spark.adaptive import ADAPTIVE_KEY
+
+    t, plain = table
+    plans: list[str] = []
+    real = run._band_sums
+
+    adaptive: list[str | None] = []
+
+    def spy(frame: Any, aggregates: Any, group_by: Any) -> Any:
+        plans.append(frame.groupBy(*group_by).count()._explain_string(extended=False))
+        adaptive.append(frame.sparkSession.conf.get(ADAPTIVE_KEY))
+        return real(frame, aggregates, group_by)
+
+    monkeypatch.setattr(run, "_band_sums", spy)
+    spark = plain.sparkSession
+    spark.conf.set(ADAPTIVE_KEY, "true")
+    small = t.approx(["sum(price) AS revenue"], groupBy="g", fraction=1.0)
+    assert len(plans) == 1 and "Exchange" not in plans[0]
+    # AQE was off for the one-stage query, and is back on after it
+    assert adaptive == ["false"] and spark.conf.get(ADAPTIVE_KEY) == "true"
+    spark.conf.unset(ADAPTIVE_KEY)
+    exact = _exact(plain, None)
+    assert {r["g"]: r["revenue"] for r in small.rows()} == {
+        g: v["revenue"] for g, v in exact.items()
+    }
+    monkeypatch.setattr(run, "ONE_TASK_BYTES", 0)
+    t.approx(["sum(price) AS revenue"], groupBy="g", fraction=1.0)
+    assert "Exchange" in plans[1] and adaptive[1] != "false"
