@@ -18,6 +18,7 @@ from qbeast_connect.exceptions import (
     NotAQbeastTableError,
     TableNotFoundError,
 )
+from qbeast_connect.model.block import IndexFile
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.optimize import merge_revisions, run_optimize
@@ -25,7 +26,7 @@ from qbeast_connect.paths import resolve_table_file
 from qbeast_connect.planning.file_planner import (
     ScanPlan,
     plan_files,
-    sample_weight_sql,
+    rows_inside_band,
     stats_by_path,
     validate_fraction,
 )
@@ -600,6 +601,22 @@ class QbeastTable:
             "sample by: convert it with qbeast_connect.convertToQbeast(...) first"
         )
 
+    def _rows_inside_band(
+        self, files: Sequence[IndexFile], from_fraction: float, fraction: float
+    ) -> bool:
+        """Whether the weight filter of the band ``[from_fraction, fraction)`` would keep
+        every row of ``files`` (:func:`rows_inside_band`), judged only for files of
+        revisions that hash the columns the filter hashes."""
+        if fraction >= 1.0 and from_fraction <= 0.0:
+            return True
+        columns = list(self._sample_columns())
+        revisions = self._qbeast.revisions
+        for f in files:
+            revision = revisions.get(f.revision_id)
+            if revision is None or list(revision.column_names) != columns:
+                return False
+        return rows_inside_band(files, from_fraction, fraction)
+
     def _dataframe(
         self,
         explanation: ScanExplanation,
@@ -614,12 +631,13 @@ class QbeastTable:
             df = self._read_files(explanation.plan.paths)
         else:
             df = self._spark.createDataFrame([], schema)
-        if from_fraction > 0.0 and fraction is not None:
+        if fraction is not None and not self._rows_inside_band(
+            explanation.plan.files, from_fraction, fraction
+        ):
             from qbeast_connect.approx.bands import band_weight_sql
 
-            df = df.filter(F.expr(band_weight_sql(self._sample_columns(), from_fraction, fraction)))
-        elif fraction is not None and fraction < 1.0:
-            df = df.filter(F.expr(sample_weight_sql(self._sample_columns(), fraction)))
+            columns = self._sample_columns()
+            df = df.filter(F.expr(band_weight_sql(columns, from_fraction, fraction)))
         if where is not None:
             df = df.filter(F.expr(where) if isinstance(where, str) else balanced_column(where))
         if explanation.files and explanation.reader != SPARK_READER:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError
 from qbeast_connect.index.partition_trees import EMPTY_TREE, PartitionTree
-from qbeast_connect.model.block import Block, encode_blocks
+from qbeast_connect.model.block import Block, tags_for
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
@@ -337,6 +337,7 @@ class _TaskBuffer:
             order = file_order(groups, cubes, keys)
         with write_profile.phase("take"):
             table = table.take(pa.array(order))
+            ordered_weights = np.asarray(weights)[order]
         counts = np.bincount(groups, minlength=int(groups.max()) + 1)
         start = 0
         at = 0
@@ -356,11 +357,18 @@ class _TaskBuffer:
                     )
                 )
                 at += 1
-            self.written.append(self._write(table.slice(start, end - start), blocks, in_part))
+            top = int(ordered_weights[start:end].max())
+            self.written.append(
+                self._write(table.slice(start, end - start), blocks, in_part, top)
+            )
             start = end
 
     def _write(
-        self, table: pa.Table, blocks: list[Block] | None, part: int | None = None
+        self,
+        table: pa.Table,
+        blocks: list[Block] | None,
+        part: int | None = None,
+        max_row_weight: int | None = None,
     ) -> WrittenFile:
         name = f"{uuid.uuid4()}.parquet"
         partition_values: dict[str, str | None] | None = None
@@ -394,7 +402,7 @@ class _TaskBuffer:
         info = self.storage.file_info(name)
         tags = None
         if blocks is not None and self.revision is not None:
-            tags = {"revision": str(self.revision.revision_id), "blocks": encode_blocks(blocks)}
+            tags = tags_for(self.revision.revision_id, blocks, max_row_weight)
         return WrittenFile(
             path=name,
             size=info.size,

@@ -18,6 +18,7 @@ from qbeast_connect.model import _json
 from qbeast_connect.model.weight import MAX_WEIGHT, MIN_WEIGHT
 
 __all__ = [
+    "MAX_ROW_WEIGHT_TAG",
     "Block",
     "IndexFile",
     "decode_blocks",
@@ -27,6 +28,12 @@ __all__ = [
 ]
 
 _INT64_MAX = 2**63 - 1
+
+#: Add-action tag with the largest row weight of the file (decimal text), written by this
+#: project's writer next to qbeast's ``revision`` and ``blocks`` tags. Other readers ignore
+#: tags they do not know; a read uses it to skip the weight filter on files whose rows all
+#: lie inside the sample it reads.
+MAX_ROW_WEIGHT_TAG = "qbeastConnect.maxRowWeight"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +148,15 @@ def decode_blocks(text: str) -> tuple[Block, ...]:
     return tuple(blocks)
 
 
-def tags_for(revision_id: int, blocks: Iterable[Block]) -> dict[str, str]:
-    """Return the AddFile ``tags`` of an indexed file: ``revision`` and ``blocks``."""
-    return {"revision": str(revision_id), "blocks": encode_blocks(blocks)}
+def tags_for(
+    revision_id: int, blocks: Iterable[Block], max_row_weight: int | None = None
+) -> dict[str, str]:
+    """Return the AddFile ``tags`` of an indexed file: ``revision`` and ``blocks``, and
+    :data:`MAX_ROW_WEIGHT_TAG` when the largest row weight is given."""
+    tags = {"revision": str(revision_id), "blocks": encode_blocks(blocks)}
+    if max_row_weight is not None:
+        tags[MAX_ROW_WEIGHT_TAG] = str(int(max_row_weight))
+    return tags
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +170,10 @@ class IndexFile:
         revision_id: The revision the blocks belong to; 0 for staging (unindexed) files.
         blocks: The file's blocks (one root block for staging files).
         num_records: ``numRecords`` from the Delta stats, if known.
+        max_row_weight: the largest weight of a row in the file, if its writer recorded it
+            (tag :data:`MAX_ROW_WEIGHT_TAG`). Blocks record the least row weight and the
+            cube's max weight only, so without it a reader cannot tell that every row of
+            the file is below a sample's threshold.
     """
 
     path: str
@@ -165,6 +182,7 @@ class IndexFile:
     revision_id: int
     blocks: tuple[Block, ...]
     num_records: int | None = None
+    max_row_weight: int | None = None
 
     def __post_init__(self) -> None:
         """Freeze the blocks and check the fields."""
@@ -183,6 +201,11 @@ class IndexFile:
     def element_count(self) -> int:
         """Sum of the blocks' element counts."""
         return sum(b.element_count for b in self.blocks)
+
+    @property
+    def min_row_weight(self) -> int:
+        """The least row weight the blocks record (spec §5.9: a lower bound of every row's)."""
+        return min((b.min_weight for b in self.blocks), default=MIN_WEIGHT)
 
 
 def _staging_blocks() -> tuple[Block, ...]:
@@ -212,6 +235,19 @@ def _int_field(add: Mapping[str, Any], key: str, default: int) -> int:
         raise MetadataFormatError(
             f"add action field {key!r} must be an integer, got {value!r}"
         ) from None
+
+
+def _max_row_weight(tags: Mapping[str, Any]) -> int | None:
+    """The tag :data:`MAX_ROW_WEIGHT_TAG` as an int weight, or None when absent or not an
+    int weight (it is a reading hint: a reader without it filters every row by weight)."""
+    text = tags.get(MAX_ROW_WEIGHT_TAG)
+    if not isinstance(text, str):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if MIN_WEIGHT <= value <= MAX_WEIGHT else None
 
 
 def index_file_from_add(add: Mapping[str, Any]) -> IndexFile:
@@ -262,4 +298,6 @@ def index_file_from_add(add: Mapping[str, Any]) -> IndexFile:
             raise MetadataFormatError(f"invalid legacy tags of {path!r}: {err.message}") from None
     else:
         blocks = (Block("", MIN_WEIGHT, MAX_WEIGHT, 0),)
-    return IndexFile(path, size, modification_time, revision_id, blocks, num_records)
+    return IndexFile(
+        path, size, modification_time, revision_id, blocks, num_records, _max_row_weight(tags)
+    )

@@ -55,6 +55,7 @@ __all__ = [
     "ScanPlan",
     "file_may_match",
     "plan_files",
+    "rows_inside_band",
     "sample_weight_sql",
     "stats_by_path",
     "validate_fraction",
@@ -105,6 +106,32 @@ def weight_range_for_fraction(fraction: float) -> tuple[int, int | None]:
     if f >= 1.0:
         return (MIN_WEIGHT, None)
     return (MIN_WEIGHT, weight_from_fraction(f))
+
+
+def rows_inside_band(
+    files: Iterable[IndexFile], from_fraction: float, to_fraction: float
+) -> bool:
+    """Whether every row of ``files`` has its weight in the band
+    ``[weight(from_fraction), weight(to_fraction))``, so the band's weight filter would
+    keep them all and a read may leave it out.
+
+    Known only from the writer's :attr:`IndexFile.max_row_weight` (blocks record a lower
+    bound of the weights, never the upper one); a file without it, or of a staging
+    revision, fails the test. The caller makes sure the files' weights hash the columns
+    its filter hashes.
+    """
+    _, upper = weight_range_for_fraction(to_fraction)
+    lower = weight_from_fraction(validate_fraction(from_fraction)) if from_fraction > 0 else None
+    if upper is None and lower is None:
+        return True
+    for f in files:
+        if f.is_staging:
+            return False
+        if upper is not None and (f.max_row_weight is None or f.max_row_weight >= upper):
+            return False
+        if lower is not None and f.min_row_weight < lower:
+            return False
+    return True
 
 
 def sample_weight_sql(columns: Sequence[str], fraction: float) -> str:

@@ -75,6 +75,29 @@ def test_sample_is_exactly_the_rows_below_the_weight(
         assert len(sample.inputFiles()) < len(live_adds(path))
 
 
+def test_sample_skips_the_weight_filter_only_on_files_wholly_inside_it(
+    spark: Any, indexed: tuple[str, Any]
+) -> None:
+    """Files written by weight band record their largest row weight
+    (``qbeastConnect.maxRowWeight``): a sample at a band edge (1/2) reads its files with no
+    ``hash`` filter, one that cuts a band (0.2) keeps it; both return exactly the rows
+    below their threshold (``test_sample_is_exactly_the_rows_below_the_weight``)."""
+    from qbeast_connect.model.block import MAX_ROW_WEIGHT_TAG
+
+    path, _ = indexed
+    table = qc.QbeastTable.forPath(spark, path)
+    adds = live_adds(path)
+    assert adds and all(MAX_ROW_WEIGHT_TAG in (a.get("tags") or {}) for a in adds.values())
+    at_edge = table.sample(0.5)._explain_string(extended=False)
+    inside = table.sample(0.2)._explain_string(extended=False)
+    assert "hash(" not in at_edge
+    assert "hash(" in inside
+    for fraction in (0.5, 0.2):
+        threshold = weight_from_fraction(fraction)
+        expected = _full(spark, path).filter(f"hash(x, a, c) < {threshold}")
+        assert spark_digest(table.sample(fraction)) == spark_digest(expected)
+
+
 def test_sample_reads_fewer_bytes_than_the_table(spark: Any, indexed: tuple[str, Any]) -> None:
     path, _ = indexed
     table = qc.QbeastTable.forPath(spark, path)

@@ -18,7 +18,7 @@ from qbeast_connect.index.estimation import DomainEstimator
 from qbeast_connect.index.hashing_np import spark_hash_columns
 from qbeast_connect.index.layout import estimated_counts, plan_layout, segments_from_counts
 from qbeast_connect.index.normalize import normalize
-from qbeast_connect.model.block import decode_blocks
+from qbeast_connect.model.block import MAX_ROW_WEIGHT_TAG, decode_blocks
 from qbeast_connect.model.column_spec import ColumnSpec
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.estimation_math import weights_from_domains
@@ -107,6 +107,8 @@ def test_write_task_files_hold_their_blocks(
         assert len(set(groups.tolist())) == 1, "a file holds one file group"
         blocks = {b.cube_id: b for b in decode_blocks(f.tags["blocks"])}
         assert f.tags["revision"] == str(revision.revision_id)
+        # the largest row weight of the file, recomputed from its rows
+        assert f.tags[MAX_ROW_WEIGHT_TAG] == str(int(w.max()))
         expected: dict[str, tuple[int, int]] = {}
         for i, label in enumerate(labels):
             rows = inverse == i

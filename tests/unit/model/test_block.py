@@ -209,3 +209,44 @@ def test_fixture_blocks_round_trip_without_replicated(commits: list[list[dict[st
             assert encode_blocks(blocks) == text.replace(',"replicated":false', "")
             count += len(blocks)
     assert count == 42
+
+
+def test_max_row_weight_tag_round_trip_and_bad_values() -> None:
+    from qbeast_connect.model.block import MAX_ROW_WEIGHT_TAG, index_file_from_add, tags_for
+
+    blocks = [Block("", -100, 500, 3)]
+    tags = tags_for(1, blocks, 42)
+    assert tags[MAX_ROW_WEIGHT_TAG] == "42" and "42" not in tags["blocks"]
+    assert MAX_ROW_WEIGHT_TAG not in tags_for(1, blocks)
+    add = {"path": "a.parquet", "size": 1, "tags": tags}
+    f = index_file_from_add(add)
+    assert f.max_row_weight == 42 and f.min_row_weight == -100
+    # a reading hint only: anything but an int weight reads as absent (the filter stays)
+    for bad in ("x", "1.5", str(2**31), "", None):
+        bad_tags = {**tags, MAX_ROW_WEIGHT_TAG: bad}
+        assert index_file_from_add({**add, "tags": bad_tags}).max_row_weight is None
+    assert index_file_from_add({"path": "b.parquet"}).max_row_weight is None
+
+
+def test_rows_inside_band() -> None:
+    from qbeast_connect.model.block import IndexFile
+    from qbeast_connect.model.weight import weight_from_fraction
+    from qbeast_connect.planning.file_planner import rows_inside_band
+
+    quarter, half = weight_from_fraction(0.25), weight_from_fraction(0.5)
+
+    def file(low: int, top: int | None, revision: int = 1) -> IndexFile:
+        return IndexFile("f", 1, 0, revision, (Block("", low, MAX_WEIGHT, 1),), 1, top)
+
+    inside = file(quarter, half - 1)
+    assert rows_inside_band([inside], 0.25, 0.5)
+    assert rows_inside_band([inside], 0.0, 0.5)
+    assert rows_inside_band([], 0.1, 0.2)
+    # the upper bound is strict (hash < weight(f)), the lower one inclusive
+    assert not rows_inside_band([file(quarter, half)], 0.25, 0.5)
+    assert not rows_inside_band([file(quarter - 1, half - 1)], 0.25, 0.5)
+    # unknown largest weight, or a staging file: never inside a band that filters
+    assert not rows_inside_band([inside, file(quarter, None)], 0.0, 0.5)
+    assert not rows_inside_band([file(MIN_WEIGHT, None, revision=0)], 0.0, 0.5)
+    # the whole table has no upper filter
+    assert rows_inside_band([file(quarter, None)], 0.0, 1.0)
