@@ -31,6 +31,7 @@ def _variants(spark: Any, table: Any) -> dict[str, Callable[[], object]]:
     from qbeast_connect.approx.aggregates import parse_aggregates
     from qbeast_connect.approx.planner import BandPlanner
     from qbeast_connect.model.weight import weight_from_fraction
+    from qbeast_connect.spark.adaptive import adaptive_off
     from qbeast_connect.table import ScanExplanation
 
     aggs = parse_aggregates("sum(l_extendedprice) AS r")
@@ -48,6 +49,10 @@ def _variants(spark: Any, table: Any) -> dict[str, Callable[[], object]]:
         explanation = ScanExplanation(band.plan, paths, table._reader())
         return table._dataframe(explanation, None, band.to_fraction, from_fraction=0.0)
 
+    def one_stage() -> Any:
+        with adaptive_off(spark):
+            return run._band_sums(step_frame().coalesce(1), aggs, ())
+
     return {
         "exact sum on plain parquet (sf 10)": lambda: plain.agg(F.sum("l_extendedprice")).collect(),
         "approx(relativeError=0.01), whole call": lambda: table.approx(
@@ -56,6 +61,7 @@ def _variants(spark: Any, table: Any) -> dict[str, Callable[[], object]]:
         "the step's query (band filter, the estimator's 4 sums)": lambda: run._band_sums(
             step_frame(), aggs, ()
         ),
+        "the step's query as approx runs it (one task, AQE set aside)": lambda: one_stage(),
         "the band's files, no filter, the 4 sums": lambda: run._band_sums(files(), aggs, ()),
         "the band's files, band filter, one sum": lambda: files()
         .filter(F.expr(f"hash({keys}) < {weight}"))
