@@ -35,6 +35,15 @@ QUERIES: dict[str, dict[str, Any]] = {
 }
 
 
+def table_path(sf: float, cube_size: int, *, written: bool = False) -> Path:
+    """Where this bench keeps its table of ``sf`` and ``cube_size``; with ``written``, exit
+    with a message unless it is there (the benches that reuse it never write it)."""
+    path = out_dir("/tmp/qbeast-bench-approx") / f"approx_sf{sf:g}_{cube_size}"
+    if written and not (path / "_delta_log").exists():
+        raise SystemExit(f"no table at {path}: run bench.approx_bench with the same options first")
+    return path
+
+
 def _exact(frame: Any, query: dict[str, Any]) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
@@ -94,7 +103,7 @@ def main() -> None:
 
     import qbeast_connect as qc
 
-    path = out_dir("/tmp/qbeast-bench-approx") / f"approx_sf{args.sf:g}_{args.cube_size}"
+    path = table_path(args.sf, args.cube_size)
     source = lineitem(args.sf)
     spark = bench_session()
     try:

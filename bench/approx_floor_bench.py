@@ -21,7 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import bench_session, lineitem, machine, median, out_dir, save_report
+from bench.approx_bench import table_path
+from bench.common import bench_session, lineitem, machine, median, save_report
 
 
 def _variants(spark: Any, table: Any) -> dict[str, Callable[[], object]]:
@@ -96,9 +97,7 @@ def main() -> None:
 
     import qbeast_connect as qc
 
-    path = out_dir("/tmp/qbeast-bench-approx") / f"approx_sf{args.sf:g}_{args.cube_size}"
-    if not (path / "_delta_log").exists():
-        raise SystemExit(f"no table at {path}: run bench.approx_bench with the same options first")
+    path = table_path(args.sf, args.cube_size, written=True)
     spark = bench_session()
     try:
         table = qc.QbeastTable.forPath(spark, str(path))
