@@ -35,7 +35,8 @@ ReadBand = Callable[[Band], "DataFrame"]
 #: A band of at most this many bytes is read by one task. Its aggregate then needs no
 #: shuffle: Spark runs one stage, and with nothing to re-plan it runs with adaptive
 #: execution off (:func:`~qbeast_connect.spark.adaptive.adaptive_off`). Together that
-#: halves the query of a one-file band at sf 10 on two cores (BENCHMARKS.md). Above it, the
+#: saves about 30 ms of the ~140 ms query of the first band at sf 10 on two cores
+#: (``bench/approx_floor_bench.py``, BENCHMARKS.md). Above it, the
 #: files' row groups are worth reading on every core, and a grouped aggregate is worth
 #: AQE's merging of its shuffle partitions.
 ONE_TASK_BYTES = 16 * 2**20
