@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import bench_session, indexed_copy, lineitem, machine, median, out_dir
+from bench.common import (
+    bench_session,
+    indexed_copy,
+    lineitem,
+    load_average,
+    machine,
+    median,
+    out_dir,
+)
 
 QUERIES: dict[str, dict[str, Any]] = {
     "sum": {"aggregates": ["sum(l_extendedprice) AS revenue"], "groupBy": None},
@@ -112,7 +119,7 @@ def main() -> None:
         table = qc.QbeastTable.forPath(spark, str(path))
         report: dict[str, Any] = {
             "machine": machine(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            "load_average_at_start": load_average(),
             "command": "python -m bench.approx_bench " + " ".join(sys.argv[1:]),
             "queries": {},
         }
@@ -166,7 +173,7 @@ def main() -> None:
             }
             report["queries"][name] = entry
             print(name, json.dumps(entry), flush=True)
-        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        report["load_average_at_end"] = load_average()
         if args.out:
             Path(args.out).write_text(json.dumps(report, indent=2, default=str) + "\n")
     finally:

@@ -12,7 +12,6 @@ is timed ``--runs`` times, interleaved, first with the session's default AQE (on
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.approx_bench import table_path
-from bench.common import bench_session, lineitem, machine, median, save_report
+from bench.common import bench_session, lineitem, load_average, machine, median, save_report
 
 
 def _variants(spark: Any, table: Any) -> dict[str, Callable[[], object]]:
@@ -104,7 +103,7 @@ def main() -> None:
         variants = _variants(spark, table)
         report: dict[str, Any] = {
             "machine": machine(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            "load_average_at_start": load_average(),
             "command": "python -m bench.approx_floor_bench " + " ".join(sys.argv[1:]),
             "median_s": {"AQE on (default)": _timed(variants, args.runs)},
         }
@@ -113,7 +112,7 @@ def main() -> None:
             report["median_s"]["AQE off"] = _timed(variants, args.runs)
         finally:
             spark.conf.unset("spark.sql.adaptive.enabled")
-        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        report["load_average_at_end"] = load_average()
         save_report(report, args.out)
     finally:
         qc.stop()

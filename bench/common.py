@@ -199,6 +199,11 @@ def executor_cpu_ms(port: int, before: set[tuple[int, int]]) -> float:
     return sum(s["executorCpuTime"] for s in new) / 1e6
 
 
+def load_average() -> list[float]:
+    """The machine's 1, 5 and 15 minute load averages, rounded for a report."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def save_report(report: dict[str, Any], out: str | None) -> None:
     """Write ``report`` as JSON to ``out`` (when given) and print it."""
     import json

@@ -15,7 +15,6 @@ answers of both tables are compared.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import bench_session, lineitem, machine, median, save_report
+from bench.common import bench_session, lineitem, load_average, machine, median, save_report
 from bench.query_bench import aggregate, shapes
 
 
@@ -51,7 +50,7 @@ def main() -> None:
             reads[shape["name"]] = {"fraction": None, "where": shape["where"]}
         report: dict[str, Any] = {
             "machine": machine(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            "load_average_at_start": load_average(),
             "command": "python -m bench.top_bands_bench " + " ".join(sys.argv[1:]),
             "tables": {},
             "reads": {},
@@ -81,7 +80,7 @@ def main() -> None:
             )
             report["reads"][name] = entry
             print(name, entry, flush=True)
-        report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        report["load_average_at_end"] = load_average()
         save_report(report, args.out)
     finally:
         qc.stop()
