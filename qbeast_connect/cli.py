@@ -2,7 +2,7 @@
 
 ::
 
-    qbeast-connect server start [--port 15002] [--host 127.0.0.1] [--master local[*]]
+    qbeast-connect server start [--port 15002] [--host 127.0.0.1] [--master local[*]] [--delta]
     qbeast-connect server status | stop
     qbeast-connect describe PATH
     qbeast-connect metrics PATH [--revision N] [--json]
@@ -128,6 +128,10 @@ def cmd_server_start(args: argparse.Namespace) -> int:
             "stop it with 'qbeast-connect server stop' or use another --state-dir"
         )
     _parse_conf(args.conf)  # fail early on a malformed setting
+    if args.delta:
+        from qbeast_connect.spark.delta_jvm import delta_jars
+
+        delta_jars()  # fetched here, where a failure is reported, not in the child
     if args.foreground:
         return _run_foreground(args, path)
     if _port_open(args.port):
@@ -154,6 +158,8 @@ def cmd_server_start(args: argparse.Namespace) -> int:
     ]
     if args.master:
         argv += ["--master", args.master]
+    if args.delta:
+        argv.append("--delta")
     for pair in args.conf:
         argv += ["--conf", pair]
     with open(Path(path.parent) / "supervisor.log", "ab") as out:
@@ -185,11 +191,16 @@ def _run_foreground(args: argparse.Namespace, path: Path) -> int:
 
     log_file = args.log_file or str(path.parent / "server.log")
     path.parent.mkdir(parents=True, exist_ok=True)
+    conf = _parse_conf(args.conf)
+    if args.delta:
+        from qbeast_connect.spark.delta_jvm import with_delta
+
+        conf = with_delta(conf)
     server = LocalConnectServer(
         master=args.master,
         port=args.port,
         host=args.host,
-        conf=_parse_conf(args.conf),
+        conf=conf,
         log_path=log_file,
     )
 
@@ -470,6 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="a Spark setting for the server (repeatable)",
+    )
+    start.add_argument(
+        "--delta",
+        action="store_true",
+        help="also run Delta Lake's engine (jars fetched with Maven on first use): "
+        "format('delta'), DESCRIBE HISTORY, DELETE/MERGE/OPTIMIZE on delta.`path`",
     )
     start.add_argument(
         "--foreground", action="store_true", help="run in this process until stopped (containers)"

@@ -350,6 +350,12 @@ class IndexMetrics:
         block_count_per_file_stats: Blocks per file.
         inner_cube_stats: Per depth, the cubes with a present descendant.
         leaf_cube_stats: Per depth, the cubes without one.
+        unindexed_files: Live files of the table outside every indexed revision: files
+            without qbeast tags (written by Delta's own append, DELETE, UPDATE, MERGE or
+            OPTIMIZE, or by plain Delta writers) and staging files. Samples and filters read
+            them whole; ``optimize(0)`` indexes them into the latest revision.
+        unindexed_bytes: Their total size (bytes).
+        unindexed_rows: Their rows, where the log records them (``numRecords``).
     """
 
     revision_id: int
@@ -371,6 +377,9 @@ class IndexMetrics:
     block_count_per_file_stats: SizeStats
     inner_cube_stats: tuple[DepthStats, ...]
     leaf_cube_stats: tuple[DepthStats, ...]
+    unindexed_files: int = 0
+    unindexed_bytes: int = 0
+    unindexed_rows: int = 0
 
     @property
     def theoretical_fanout(self) -> float:
@@ -400,7 +409,18 @@ class IndexMetrics:
             ("blockCount", str(self.block_count)),
             ("fileCount", str(self.file_count)),
             ("bytes", str(self.bytes)),
+            ("unindexedFiles", self._unindexed_text()),
         ]
+
+    def _unindexed_text(self) -> str:
+        if not self.unindexed_files:
+            return "0"
+        return (
+            f"{self.unindexed_files} files ({self.unindexed_bytes} bytes, "
+            f"{self.unindexed_rows} rows) are outside the index (no qbeast tags: written by "
+            "Delta's own DML/OPTIMIZE or a plain Delta writer, or staged); samples and filters "
+            "read them whole: optimize(0) indexes them"
+        )
 
     def __str__(self) -> str:
         """Render the multi-section report (scalars, size stats, per-depth tables)."""
@@ -538,6 +558,7 @@ def compute_index_metrics(snapshot: QbeastSnapshot, revision_id: int | None = No
     file_bytes = size_stats(size for _, size in file_sizes)
     cube_stats = size_stats(cube_counts[c] for c in cubes)
     block_stats = size_stats(row.element_count for row in rows)
+    unindexed = [f for f in snapshot.files if f.revision_id == 0]
     return IndexMetrics(
         revision_id=revision.revision_id,
         dimension_count=d,
@@ -562,6 +583,9 @@ def compute_index_metrics(snapshot: QbeastSnapshot, revision_id: int | None = No
         leaf_cube_stats=_depth_stats(
             cube_counts, cube_blocks, cube_max_weights, (c for c in cubes if c in leaves)
         ),
+        unindexed_files=len(unindexed),
+        unindexed_bytes=sum(f.size for f in unindexed),
+        unindexed_rows=sum(f.num_records or 0 for f in unindexed),
     )
 
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 _cache: dict[str, SparkSession] = {}
 _embedded: dict[str, LocalConnectServer] = {}
+#: The cache key of the embedded server that runs Delta's engine too.
+DELTA_EMBEDDED = "embedded+delta"
 
 
 def session(
@@ -27,6 +29,7 @@ def session(
     connect_timeout: float | None = None,
     retry_timeout: float | None = None,
     call_timeout: float | None = None,
+    delta: bool = False,
     **conf: str,
 ) -> SparkSession:
     """Return a Spark Connect session with the qbeast server plugin available.
@@ -43,6 +46,12 @@ def session(
         call_timeout: the deadline of each call to the server, so that a server that
             accepts a call and never answers it cannot hold the client for ever (default
             ``QBEAST_CONNECT_CALL_TIMEOUT``, else 180). See ``spark/deadlines.py``.
+        delta: also run Delta Lake's engine: an embedded server starts with Delta's jars
+            (fetched with Maven on first use, see ``spark/delta_jvm.py``) and its SQL
+            extension, so ``format("delta")``, ``DESCRIBE HISTORY delta.`path``` and Delta's
+            ``DELETE``/``UPDATE``/``MERGE``/``OPTIMIZE``/``VACUUM`` work next to qbeast; it is
+            a server of its own, apart from the one ``session()`` starts. A remote server must
+            already run Delta's extension (``qbeast-connect server start --delta``).
         **conf: Spark settings. For an embedded server they are passed at start-up, so
             static settings work too; for a remote server they are set on the session.
 
@@ -56,6 +65,8 @@ def session(
         ServerUnavailableError: the server did not answer within ``connect_timeout``
             (later calls raise it when their server is gone or leaves a call unanswered).
         InvalidOptionError: a timeout is not a positive number of seconds.
+        MissingDependencyError: ``delta=True`` and Delta's jars could not be fetched, or the
+            remote server does not run Delta's extension.
 
     Example:
         >>> import qbeast_connect as qc
@@ -66,17 +77,23 @@ def session(
     connect_s = timeouts.connect_timeout(connect_timeout)
     retry_s = timeouts.retry_timeout(retry_timeout)
     call_s = timeouts.call_timeout(call_timeout)
-    target = remote or os.environ.get("SPARK_REMOTE") or "embedded"
+    remote = remote or os.environ.get("SPARK_REMOTE")
+    target = remote or (DELTA_EMBEDDED if delta else "embedded")
     with _lock:
         cached = _cache.get(target)
         if cached is not None and not _is_stopped(cached):
             if not _server_gone(cached):
                 return cached
             _close_quietly(cached)
-        if target == "embedded":
+        if remote is None:
             server = _embedded.get(target)
             if server is None or not server.is_running():
-                server = LocalConnectServer(conf={k: str(v) for k, v in conf.items()}).start()
+                server_conf = {k: str(v) for k, v in conf.items()}
+                if delta:
+                    from qbeast_connect.spark.delta_jvm import with_delta
+
+                    server_conf = with_delta(server_conf)
+                server = LocalConnectServer(conf=server_conf).start()
                 _embedded[target] = server
             url, session_conf = server.url, {}
         else:
@@ -84,6 +101,8 @@ def session(
         spark, policy = _connect(url, connect_s, call_s)
         try:
             _set_conf(spark, session_conf)
+            if delta:
+                _require_delta(spark, url)
             register_plugin(spark)
         except BaseException:
             # the client would otherwise send clean-up calls to the server at exit
@@ -98,22 +117,43 @@ def session(
         return spark
 
 
-def embedded_server() -> LocalConnectServer | None:
-    """The embedded server started by :func:`session`, if any."""
-    return _embedded.get("embedded")
+def embedded_server(delta: bool = False) -> LocalConnectServer | None:
+    """The embedded server started by :func:`session` (with ``delta``), if any."""
+    return _embedded.get(DELTA_EMBEDDED if delta else "embedded")
 
 
-def stop(remote: str | None = None) -> None:
-    """Stop the sessions created here and the embedded server, if one was started.
+def _require_delta(spark: SparkSession, url: str) -> None:
+    """Raise unless the server of ``spark`` runs Delta's SQL extension."""
+    from qbeast_connect.exceptions import MissingDependencyError
+    from qbeast_connect.spark.delta_jvm import DELTA_SESSION_CONF
+
+    extension = DELTA_SESSION_CONF["spark.sql.extensions"]
+    configured = spark.conf.get("spark.sql.extensions", "") or ""
+    if extension not in configured.split(","):
+        raise MissingDependencyError(
+            f"delta=True, but the server at {url} does not run Delta Lake's engine "
+            f"(spark.sql.extensions does not name {extension}): start it with "
+            "'qbeast-connect server start --delta', or with Delta's jars and the settings "
+            + ", ".join(f"{k}={v}" for k, v in DELTA_SESSION_CONF.items())
+        )
+
+
+def stop(remote: str | None = None, *, delta: bool = False) -> None:
+    """Stop the sessions created here and the embedded servers, if any were started.
 
     Args:
         remote: stop only the session to this ``sc://`` URL (its server keeps running).
+        delta: stop only the session of the embedded server that runs Delta's engine
+            (``session(delta=True)``), and that server.
     """
     with _lock:
-        if remote is not None:
-            spark = _cache.pop(remote, None)
+        if remote is not None or delta:
+            spark = _cache.pop(remote or DELTA_EMBEDDED, None)
             if spark is not None:
                 _stop_once(spark)
+            server = _embedded.pop(DELTA_EMBEDDED, None) if delta else None
+            if server is not None:
+                server.stop()
             return
         for spark in _cache.values():
             _stop_once(spark)

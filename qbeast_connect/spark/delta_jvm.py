@@ -1,0 +1,155 @@
+"""Delta Lake's own JVM engine for servers that qbeast-connect starts.
+
+qbeast tables need nothing but the project's Python on a server: the plugin's Delta log
+is what lets a stock server serve them. A user who also wants Delta's engine on the same
+server (``format("delta")``, ``DESCRIBE HISTORY``, SQL ``DELETE``/``MERGE``/``OPTIMIZE``,
+time travel) asks for it with ``qc.session(delta=True)`` or ``qbeast-connect server
+--delta``. The jars are fetched with Maven from ``delta-jvm.pom.xml`` (beside this file)
+into a cache folder, once per machine; nothing else downloads them.
+
+What is not here: Delta Connect's server plugin (``delta-connect-server``), which backs
+``DeltaTable.forPath`` on a Connect client, is not published for Delta 4.x in the
+registries this project reaches. Its SQL equivalents work over any Connect session once
+the server runs Delta's extension (see ``docs/compatibility.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from qbeast_connect.exceptions import MissingDependencyError, QbeastError
+
+#: The pom that names the jars (package data of ``qbeast_connect.spark``).
+POM_PATH = Path(__file__).with_name("delta-jvm.pom.xml")
+
+#: Where fetched jars are kept: ``$QBEAST_CONNECT_JARS`` or the user's cache folder.
+JARS_ENV = "QBEAST_CONNECT_JARS"
+
+#: Settings that turn Delta's engine on in a Spark session: its SQL extension (DELETE,
+#: MERGE, OPTIMIZE, DESCRIBE HISTORY, ``delta.`path```) and its catalog for the default
+#: catalog (``CREATE TABLE ... USING delta``).
+DELTA_SESSION_CONF: Mapping[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+#: A completed fetch leaves this file in its folder, so a fetch cut short is redone.
+_DONE = ".complete"
+
+
+def delta_version() -> str:
+    """The Delta Lake version the pom names."""
+    match = re.search(r"<delta\.version>([^<]+)</delta\.version>", POM_PATH.read_text())
+    if match is None:  # pragma: no cover - the pom is ours
+        raise QbeastError(f"{POM_PATH} names no delta.version")
+    return match.group(1).strip()
+
+
+def jars_dir(cache: str | os.PathLike[str] | None = None) -> Path:
+    """The folder the jars of this Delta version are (or will be) kept in."""
+    root = cache or os.environ.get(JARS_ENV)
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+        root = os.path.join(base, "qbeast-connect", "jars")
+    return Path(root) / f"delta-{delta_version()}"
+
+
+def delta_jars(cache: str | os.PathLike[str] | None = None, *, timeout: float = 900.0) -> list[str]:
+    """The jars of Delta's engine, fetched with Maven on first use.
+
+    Args:
+        cache: the folder to keep jars in (default ``$QBEAST_CONNECT_JARS`` or
+            ``~/.cache/qbeast-connect/jars``).
+        timeout: seconds the Maven run may take.
+
+    Returns:
+        The absolute paths of the jars, sorted.
+
+    Raises:
+        MissingDependencyError: Maven (``mvn``) is not installed, or it could not fetch
+            the jars (its output is in the message).
+    """
+    target = jars_dir(cache)
+    if (target / _DONE).is_file():
+        return _listed(target)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MissingDependencyError(
+            "Delta's JVM jars are fetched with Maven and 'mvn' is not on PATH: install it "
+            "(Debian/Ubuntu: 'apt-get install maven'), or put the jars named in "
+            f"{POM_PATH} into {target} and create the file {target / _DONE}"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # fetched into a fresh folder and renamed into place: a fetch cut short, or two
+    # processes fetching at once, never leave a half-filled folder that looks complete
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        command = [
+            mvn,
+            "--batch-mode",
+            "--quiet",
+            "--file",
+            str(POM_PATH),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+        ]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise MissingDependencyError(
+                f"Maven did not fetch Delta's jars within {timeout:.0f} s; run "
+                f"'{' '.join(command)}' to see why"
+            ) from exc
+        if done.returncode != 0 or not list(staging.glob("*.jar")):
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
+            raise MissingDependencyError(
+                f"Maven could not fetch Delta's jars (exit code {done.returncode}); check that "
+                f"this machine reaches a Maven repository. Maven said:\n{tail}"
+            )
+        (staging / _DONE).write_text(delta_version() + "\n")
+        try:
+            staging.rename(target)
+        except OSError:
+            # another process finished first: its folder is complete, keep it
+            if not (target / _DONE).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return _listed(target)
+
+
+def _listed(folder: Path) -> list[str]:
+    return sorted(str(p.resolve()) for p in folder.glob("*.jar"))
+
+
+def delta_server_conf(cache: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Settings for a server started with Delta's engine: its jars and its extension.
+
+    A server must get these at start-up (the extension and the default catalog are
+    static settings).
+    """
+    return {"spark.jars": ",".join(delta_jars(cache)), **DELTA_SESSION_CONF}
+
+
+def with_delta(
+    conf: Mapping[str, str], cache: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
+    """``conf`` plus Delta's server settings; an extension the user set is kept, Delta's
+    is added after it, and user jars stay on the class path."""
+    merged = dict(conf)
+    for key, value in delta_server_conf(cache).items():
+        current = merged.get(key)
+        if not current:
+            merged[key] = value
+        elif key in ("spark.jars", "spark.sql.extensions") and value not in current.split(","):
+            merged[key] = f"{current},{value}"
+        # a user's own default catalog wins: it may itself be Delta's or wrap it
+    return merged
