@@ -252,3 +252,10 @@ def test_delta_and_qbeast_writers_at_once(dspark: Any, tmp_path: Path) -> None:
     got = {r["id"] for r in qc.QbeastTable.forPath(dspark, path).toDF().select("id").collect()}
     assert got == ids
     assert row_digest(deltalake_table(path)) == (count, digest)
+
+
+def test_delta_on_a_server_without_it_says_how(remote_url: str) -> None:
+    """``delta=True`` against a server that does not run Delta's extension is refused with
+    the way to start one, before any Delta call fails on the server."""
+    with pytest.raises(qc.MissingDependencyError, match="server start --delta"):
+        qc.session(remote=remote_url, delta=True)

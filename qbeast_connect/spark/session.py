@@ -83,6 +83,8 @@ def session(
         cached = _cache.get(target)
         if cached is not None and not _is_stopped(cached):
             if not _server_gone(cached):
+                if delta and remote is not None:
+                    _require_delta(cached, remote)
                 return cached
             _close_quietly(cached)
         if remote is None:
