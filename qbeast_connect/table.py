@@ -117,6 +117,11 @@ class ScanExplanation:
                 f"  revision {rev.revision_id} ({how}): {rev.selected_files} of "
                 f"{rev.total_files} files{cubes}"
             )
+            if rev.revision_id == 0 and rev.selected_files:
+                lines.append(
+                    "    outside the index (no qbeast tags: staged, or written by Delta's own "
+                    "DML/OPTIMIZE): read whole; optimize(0) indexes them"
+                )
         return "\n".join(lines)
 
 
