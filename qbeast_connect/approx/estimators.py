@@ -8,7 +8,11 @@ equal indexed values (a date, a category, all NULLs) share their weight and are 
 dropped together: the sample is a Poisson sample of *weights*, each bringing all its rows.
 So every variance below is computed from per-weight totals ``y_k`` (one more level of
 aggregation in the read's query, see :mod:`qbeast_connect.approx.run`); when every row has a
-weight of its own they are the per-row values and the formulas are the usual ones.
+weight of its own they are the per-row values and the formulas are the usual ones. The rows
+whose indexed columns are all NULL share one weight that may hold a large share of a table:
+``approx`` reads them in full in its first band (a stratum with ``p = 1``), so every total
+below is their part plus ``1 / p`` times the sampled part, and the spread is the sampled
+weights' alone.
 
 Per group the sample gives sufficient sums (:class:`Sums`, names in :func:`stat_names`);
 with ``y_k`` the weight's row count (``count``), non-null count (``count(x)``) or sum of the
@@ -90,7 +94,11 @@ def z_value(confidence: object) -> float:
 
 def stat_names(agg: Aggregate, i: int) -> tuple[str, ...]:
     """The sums aggregate number ``i`` needs, beyond the group's ``rows`` (rows read),
-    ``keys`` (weights read) and ``r2`` (the sum of the squares of the rows per weight).
+    ``null_rows`` (those whose indexed columns are all NULL: one weight, read in full),
+    ``keys`` (the other weights read) and ``r2`` (the sum of their rows' squares). The
+    ``null_`` sums are the all-NULL rows' part of a total (``null_n``, ``null_t``,
+    ``null_d``); every spread (``c2``, ``ss``, ``sn``, ``nn``) and weight count (``k``)
+    is over the sampled weights only.
 
     - ``count(x)``: ``n`` (non-null values), ``k`` (weights with one), ``c2`` (the sum of
       the squares of the non-null counts per weight);
@@ -101,14 +109,24 @@ def stat_names(agg: Aggregate, i: int) -> tuple[str, ...]:
     - ``min(x)``, ``max(x)``: the value seen; ``count(DISTINCT k)``: ``d`` the keys read.
     """
     if agg.kind == "count":
-        return () if agg.column is None else (f"n{i}", f"k{i}", f"c2{i}")
+        return () if agg.column is None else (f"n{i}", f"null_n{i}", f"k{i}", f"c2{i}")
     if agg.kind in ("sum", "avg"):
-        return (f"n{i}", f"k{i}", f"s{i}", f"t{i}", f"ss{i}", f"sn{i}", f"nn{i}")
+        return (
+            f"n{i}",
+            f"null_n{i}",
+            f"k{i}",
+            f"s{i}",
+            f"t{i}",
+            f"null_t{i}",
+            f"ss{i}",
+            f"sn{i}",
+            f"nn{i}",
+        )
     if agg.kind == "min":
         return (f"min{i}",)
     if agg.kind == "max":
         return (f"max{i}",)
-    return (f"d{i}",)
+    return (f"d{i}", f"null_d{i}")
 
 
 def _merge_value(name: str, a: Any, b: Any) -> Any:
@@ -229,34 +247,44 @@ def estimate(agg: Aggregate, i: int, sums: Mapping[str, Any], p: float, z: float
         d = int(sums.get(f"d{i}") or 0)
         if exact:
             return Estimate(d, d, d, True, math.inf)
-        return _interval(d / p, spread * d, z, float(d))
+        certain = _num(sums.get(f"null_d{i}"))
+        return _interval(_ht(d, certain, p), spread * (d - certain), z, d - certain)
     if agg.kind == "count":
-        names = ("rows", "keys", "r2") if agg.column is None else stat_names(agg, i)
+        names = ("rows", "keys", "r2") if agg.column is None else (f"n{i}", f"k{i}", f"c2{i}")
         n = int(sums.get(names[0]) or 0)
         if exact:
             return Estimate(n, n, n, True, math.inf)
+        certain = _num(sums.get("null_rows" if agg.column is None else f"null_n{i}"))
         keys = _num(sums.get(names[1]))
-        return _interval(n / p, spread * _num(sums.get(names[2])), z, keys)
+        return _interval(_ht(n, certain, p), spread * _num(sums.get(names[2])), z, keys)
     n = int(sums.get(f"n{i}") or 0)
     total = _num(sums.get(f"t{i}"))
     squares = _num(sums.get(f"ss{i}"))
     support = _num(sums.get(f"k{i}"))
+    value = _ht(total, _num(sums.get(f"null_t{i}")), p)
     if agg.kind == "sum":
         if n == 0:  # Spark's sum of no values is NULL; a sample with none says little
             return Estimate(None, None, None, exact)
         if exact:
             s = sums.get(f"s{i}")  # None: the column's type overflowed; the doubles' sum
             return _finite_exact(s) if s is not None else Estimate(total, None, None, False)
-        return _interval(total / p, spread * squares, z, support)
-    # avg: the ratio estimator R = Σ S_k / Σ n_k
+        return _interval(value, spread * squares, z, support)
+    # avg: the ratio R = Ŝ / N̂ of the estimates of the sum and of the non-null count
     if n == 0:
         return Estimate(None, None, None, exact)
-    ratio = total / n
     if exact:
-        return _finite_exact(ratio)
+        return _finite_exact(total / n)
+    rows = _ht(n, _num(sums.get(f"null_n{i}")), p)
+    ratio = value / rows
     residual = (
         squares - 2.0 * ratio * _num(sums.get(f"sn{i}")) + ratio * ratio * _num(sums.get(f"nn{i}"))
     )
     if residual <= _CANCELLATION * squares:
         residual = 0.0  # no spread the doubles can tell from rounding: no interval
-    return _interval(ratio, (1.0 - p) * residual / (n * n), z, support)
+    return _interval(ratio, spread * residual / (rows * rows), z, support)
+
+
+def _ht(total: float, certain: float, p: float) -> float:
+    """The Horvitz-Thompson estimate of a total: the all-NULL rows' part ``certain`` (read
+    in full) plus the sampled part ``total - certain`` weighted by ``1 / p``."""
+    return certain + (total - certain) / p

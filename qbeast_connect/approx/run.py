@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.approx.aggregates import Aggregate, parse_aggregates
+from qbeast_connect.approx.bands import all_null_sql
 from qbeast_connect.approx.estimators import Sums, merge_sums, z_value
 from qbeast_connect.approx.planner import Band, BandPlanner
 from qbeast_connect.approx.result import ApproxResult, Step, next_fraction, rows_needed
@@ -62,9 +63,14 @@ def _key_columns(i: int, agg: Aggregate) -> list[Column]:
     ]
 
 
-def _group_columns(i: int, agg: Aggregate) -> list[Column]:
-    """Level 2, per group: the sums of :func:`stat_names` from the per-weight totals."""
+def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> list[Column]:
+    """Level 2, per group: the sums of :func:`stat_names` from the per-weight totals; the
+    spread and the weights counted over the ``sampled`` weights only, the totals of the
+    all-NULL rows (read in full) also apart (``null_`` names)."""
     from pyspark.sql import functions as F
+
+    def of(column: Column, where: Column) -> Column:
+        return F.when(where, column)
 
     if agg.kind == "count":
         if agg.column is None:
@@ -72,25 +78,29 @@ def _group_columns(i: int, agg: Aggregate) -> list[Column]:
         count = F.col(f"n{i}")
         return [
             F.sum(count).alias(f"n{i}"),
-            F.count(F.when(count > 0, F.lit(1))).alias(f"k{i}"),
-            F.sum(count.cast("double") * count).alias(f"c2{i}"),
+            F.sum(of(count, nulls)).alias(f"null_n{i}"),
+            F.count(of(F.lit(1), sampled & (count > 0))).alias(f"k{i}"),
+            F.sum(of(count.cast("double") * count, sampled)).alias(f"c2{i}"),
         ]
     if agg.kind in ("min", "max"):
         name = f"{agg.kind}{i}"
         return [(F.min if agg.kind == "min" else F.max)(name).alias(name)]
     if agg.kind == "count_distinct":
-        return [F.sum(f"d{i}").alias(f"d{i}")]
+        d = F.col(f"d{i}")
+        return [F.sum(d).alias(f"d{i}"), F.sum(of(d, nulls)).alias(f"null_d{i}")]
     n, s, t = F.col(f"n{i}"), F.col(f"s{i}"), F.col(f"t{i}")
     # the column's type overflowed for one weight (try_sum gave None): the group's sum is None
     overflow = F.max(F.when(s.isNull() & (n > 0), F.lit(1)))
     return [
         F.sum(n).alias(f"n{i}"),
-        F.count(F.when(t != 0, F.lit(1))).alias(f"k{i}"),
+        F.sum(of(n, nulls)).alias(f"null_n{i}"),
+        F.count(of(F.lit(1), sampled & (t != 0))).alias(f"k{i}"),
         F.when(overflow.isNull(), F.try_sum(s)).alias(f"s{i}"),
         F.sum(t).alias(f"t{i}"),
-        F.sum(t * t).alias(f"ss{i}"),
-        F.sum(t * n).alias(f"sn{i}"),
-        F.sum(n.cast("double") * n).alias(f"nn{i}"),
+        F.sum(of(t, nulls)).alias(f"null_t{i}"),
+        F.sum(of(t * t, sampled)).alias(f"ss{i}"),
+        F.sum(of(t * n, sampled)).alias(f"sn{i}"),
+        F.sum(of(n.cast("double") * n, sampled)).alias(f"nn{i}"),
     ]
 
 
@@ -117,18 +127,23 @@ def _band_query(
 
     keys = [f"_g{j}" for j in range(len(group_by))]
     weight = F.hash(*[_col(c) for c in weight_columns]).alias("_w")
+    # the rows whose indexed columns are all NULL (one weight, read in full: approx_band_sql)
+    all_null = F.expr(all_null_sql(weight_columns)).alias("_null")
     per_weight = [F.count(F.lit(1)).alias("r")]
     rows = F.col("r")
+    nulls = F.col("_null")
+    sampled = ~nulls
     per_group = [
         F.sum(rows).alias("rows"),
-        F.count(F.lit(1)).alias("keys"),
-        F.sum(rows.cast("double") * rows).alias("r2"),
+        F.sum(F.when(nulls, rows)).alias("null_rows"),
+        F.count(F.when(sampled, F.lit(1))).alias("keys"),
+        F.sum(F.when(sampled, rows.cast("double") * rows)).alias("r2"),
     ]
     for i, agg in enumerate(aggregates):
         per_weight.extend(_key_columns(i, agg))
-        per_group.extend(_group_columns(i, agg))
+        per_group.extend(_group_columns(i, agg, sampled, nulls))
     grouping = [_col(c).alias(k) for c, k in zip(group_by, keys, strict=True)]
-    weights = frame.groupBy(*grouping, weight).agg(*per_weight)
+    weights = frame.groupBy(*grouping, weight, all_null).agg(*per_weight)
     grouped = weights.groupBy(*keys).agg(*per_group) if keys else weights.agg(*per_group)
     return grouped, keys
 

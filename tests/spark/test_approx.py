@@ -235,3 +235,44 @@ def test_avg_of_decimals_near_the_type_limit(spark: Any, table_path: str) -> Non
     assert half["m"] == pytest.approx(9e19, rel=1e-9)
     # the doubles cannot tell the values' spread (ids) from rounding at 9e19: no interval
     assert not half["m_reliable"] and half["m_low"] is None
+
+
+def test_rows_with_all_indexed_columns_null_are_read_in_full(spark: Any, table_path: str) -> None:
+    """Issue #37: rows whose indexed columns are all NULL share one weight (hash of NULLs is
+    42), so a sample kept or dropped 60% of the table at once and the intervals covered
+    below 30%. The first band reads them in full (a stratum of probability 1); approx's sums
+    are those of the local evaluation of bench/approx_shapes.py, interval for interval."""
+    from bench.approx_shapes import Query, answer, make_table
+
+    local = make_table("e", 4000, 37)
+    frame = spark.createDataFrame(local[["id", "u", "flag", "dev", "x"]]).selectExpr(
+        "id", "u", "flag", "CASE WHEN isnan(dev) THEN NULL ELSE cast(dev AS int) END AS dev", "x"
+    )
+    qc.write(frame, table_path, columnsToIndex="dev", cubeSize=500)
+    t = qc.QbeastTable.forPath(spark, table_path)
+    weights = sorted(r[0] for r in t.toDF().selectExpr("hash(dev)").collect())
+    assert weights == sorted(int(w) for w in local["_w"])
+    for aggregate, where in (
+        ("count(*) AS a", None),
+        ("sum(x) AS a", "u < 50"),
+        ("avg(x) AS a", None),
+    ):
+        query = Query(aggregate, where, where, ("flag",), None, 1 / 4)
+        result = t.approx(aggregate, where=where, groupBy="flag", fraction=1 / 4)
+        _, want = answer(query, local)
+        got = {(r["flag"],): r for r in result.rows()}
+        assert got.keys() == want.keys() == {("A",), ("B",)}, aggregate
+        matched = query.matching(local)
+        for key, e in want.items():
+            row = got[key]
+            assert row["a_reliable"] == e.reliable is True, (aggregate, key)
+            for mine, theirs in (
+                (row["a"], e.value),
+                (row["a_low"], e.low),
+                (row["a_high"], e.high),
+            ):
+                assert mine == pytest.approx(theirs, rel=1e-9), (aggregate, key)
+            part = matched[matched["flag"] == key[0]]
+            exact = {"c": len(part), "s": part["x"].sum(), "a": part["x"].mean()}[aggregate[0]]
+            assert row["a_low"] <= exact <= row["a_high"], (aggregate, key)
+    # a NULL-free table opens no file for them: see the bytes of the relativeError test above
