@@ -277,6 +277,42 @@ def test_an_exact_sum_that_overflows_its_type_is_not_reliable() -> None:
     assert held[()]["s0"] is None
 
 
+def test_rows_with_all_indexed_columns_null_are_a_stratum_read_in_full() -> None:
+    """The all-NULL rows (one weight, read in full by the first band) count once each; the
+    sampled rows count 1/p times; the spread is the sampled weights' alone."""
+    p = 0.25
+    sampled = np.arange(1.0, 401.0)  # 400 sampled rows, one weight each
+    sums = _sums(sampled)
+    # 600 all-NULL rows of value 2 were read too: they add to the totals, not to the spread
+    sums.update(
+        rows=1000, null_rows=600, n0=1000, null_n0=600, t0=sums["t0"] + 1200.0, null_t0=1200.0
+    )
+    count = estimate(Aggregate("count", (), "n"), 0, sums, p, Z95)
+    assert count.value == pytest.approx(600 + 400 / p) and count.support == 400
+    assert count.half_width == pytest.approx(Z95 * np.sqrt((1 - p) / p**2 * 400))
+    total = estimate(Aggregate("sum", ("x",), "s"), 0, sums, p, Z95)
+    assert total.value == pytest.approx(1200.0 + sampled.sum() / p)
+    assert total.half_width == pytest.approx(Z95 * np.sqrt((1 - p) / p**2 * (sampled**2).sum()))
+    mean = estimate(Aggregate("avg", ("x",), "m"), 0, sums, p, Z95)
+    rows = 600 + 400 / p
+    ratio = (1200.0 + sampled.sum() / p) / rows
+    assert mean.value == pytest.approx(ratio)
+    var = (1 - p) / p**2 * ((sampled - ratio) ** 2).sum() / rows**2
+    assert mean.half_width == pytest.approx(Z95 * np.sqrt(var))
+
+
+def test_approx_bands_read_the_all_null_rows_once() -> None:
+    from qbeast_connect.approx.bands import approx_band_sql
+
+    lo, hi = weight_from_fraction(0.25), weight_from_fraction(0.5)
+    nulls = "`a` IS NULL AND `b c` IS NULL"
+    assert approx_band_sql(["a", "b c"], 0.0, 0.25) == f"(hash(`a`, `b c`) < {lo}) OR ({nulls})"
+    assert approx_band_sql(["a", "b c"], 0.25, 0.5) == (
+        f"(hash(`a`, `b c`) >= {lo} AND hash(`a`, `b c`) < {hi}) AND NOT ({nulls})"
+    )
+    assert approx_band_sql(["a"], 0.0, 1.0) == "TRUE"
+
+
 def _result(groups: dict[Any, Sums], fraction: float, error: float | None) -> ApproxResult:
     aggs = (Aggregate("sum", ("x",), "t"), Aggregate("max", ("x",), "hi"))
     return ApproxResult(

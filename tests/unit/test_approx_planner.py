@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from typing import Any
@@ -168,3 +169,32 @@ def test_a_band_widened_past_a_power_of_two_grows_to_the_next_one_not_to_the_who
     assert next_fraction(result(0.9 * half_share)) == 0.25
     assert next_fraction(result(0.5 * half_share)) == 1.0  # predicted to need half or more
     assert next_fraction(result(1.01 * half_share)) is None
+
+
+def test_the_first_band_also_opens_the_files_that_may_hold_all_null_rows() -> None:
+    """The files whose statistics allow rows with every indexed column NULL (planned once,
+    from the log) are opened by the first band only: later bands leave those rows out."""
+    snapshot = _sf10_like()
+    child = next(f for f in snapshot.files if f.path.startswith("child-"))
+    null_plans: list[tuple[float | None, float | None]] = []
+
+    def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        return plan_files(snapshot, None, fraction, from_fraction=from_fraction)
+
+    def plan_nulls(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        null_plans.append((fraction, from_fraction))
+        whole = plan_files(snapshot, None, None)
+        return dataclasses.replace(whole, files=(child,))
+
+    planner = BandPlanner(plan, plan_nulls)
+    first = planner.band(0.0, TOP / 4)
+    alone = BandPlanner(plan).band(0.0, TOP / 4)
+    assert set(first.plan.paths) == set(alone.plan.paths) | {child.path}
+    assert first.bytes == alone.bytes + child.size
+    later = planner.band(first.to_fraction, 4 * first.to_fraction)
+    assert (
+        child.path not in later.plan.paths
+        or child.path in BandPlanner(plan).band(first.to_fraction, 4 * first.to_fraction).plan.paths
+    )
+    planner.band(0.0, TOP / 2)
+    assert null_plans == [(None, None)]  # planned once
