@@ -116,10 +116,15 @@ def _band_query(
     aggregates: Sequence[Aggregate],
     group_by: Sequence[str],
     weight_columns: Sequence[str],
+    last: bool = False,
 ) -> tuple[DataFrame, list[str]]:
     """The query of one band's sums, with two levels of aggregation: per (group, weight)
     the totals of the weight's rows, then per group the sums of their powers the estimators
     need (:func:`~qbeast_connect.approx.estimators.stat_names`); and its group columns.
+
+    With ``last`` (the band reaches fraction 1, so every row has been read and every answer
+    is exact) only the totals are needed: one level, per group, without the weights (a
+    grouped full read was 4 times slower with them at sf 0.1).
 
     The result's columns have internal names (``_g0``, ``_g1``, ... for the group columns),
     so no user column name can collide with a statistic's."""
@@ -143,6 +148,9 @@ def _band_query(
         per_weight.extend(_key_columns(i, agg))
         per_group.extend(_group_columns(i, agg, sampled, nulls))
     grouping = [_col(c).alias(k) for c, k in zip(group_by, keys, strict=True)]
+    if last:
+        totals = [F.count(F.lit(1)).alias("rows"), *per_weight[1:]]
+        return frame.groupBy(*grouping).agg(*totals), keys
     weights = frame.groupBy(*grouping, weight, all_null).agg(*per_weight)
     grouped = weights.groupBy(*keys).agg(*per_group) if keys else weights.agg(*per_group)
     return grouped, keys
@@ -153,9 +161,10 @@ def _band_sums(
     aggregates: Sequence[Aggregate],
     group_by: Sequence[str],
     weight_columns: Sequence[str],
+    last: bool = False,
 ) -> list[tuple[tuple[Any, ...], Sums]]:
     """The per-group sums of one band (:func:`_band_query`), read in one Spark query."""
-    grouped, keys = _band_query(frame, aggregates, group_by, weight_columns)
+    grouped, keys = _band_query(frame, aggregates, group_by, weight_columns, last)
     out = []
     for row in grouped.collect():
         values = row.asDict()
@@ -248,11 +257,12 @@ def run_approx(
     steps: list[Step] = []
     while True:
         frame = read_band(band)
+        last = band.to_fraction >= 1.0
         if band.bytes <= ONE_TASK_BYTES:
             with adaptive_off(frame.sparkSession):
-                sums = _band_sums(frame.coalesce(1), parsed, groups, indexed_columns)
+                sums = _band_sums(frame.coalesce(1), parsed, groups, indexed_columns, last)
         else:
-            sums = _band_sums(frame, parsed, groups, indexed_columns)
+            sums = _band_sums(frame, parsed, groups, indexed_columns, last)
         merge_sums(held, sums)
         rows = sum(int(s["rows"] or 0) for _, s in sums)
         steps.append(Step(band.from_fraction, band.to_fraction, band.bytes, band.files, rows))

@@ -154,14 +154,11 @@ def test_a_small_band_is_one_stage_without_shuffle(
 
     adaptive: list[str | None] = []
 
-    def spy(frame: Any, aggregates: Any, group_by: Any, weight_columns: Any) -> Any:
-        plans.append(
-            run._band_query(frame, aggregates, group_by, weight_columns)[0]._explain_string(
-                extended=False
-            )
-        )
+    def spy(frame: Any, aggregates: Any, group_by: Any, weight_columns: Any, last: bool) -> Any:
+        query = run._band_query(frame, aggregates, group_by, weight_columns, last)[0]
+        plans.append(query._explain_string(extended=False))
         adaptive.append(frame.sparkSession.conf.get(ADAPTIVE_KEY))
-        return real(frame, aggregates, group_by, weight_columns)
+        return real(frame, aggregates, group_by, weight_columns, last)
 
     monkeypatch.setattr(run, "_band_sums", spy)
     spark = plain.sparkSession

@@ -78,7 +78,7 @@ def _moments(rows: int) -> dict[str, Any]:
 
 
 def _band_sums(
-    frame: Any, aggregates: Any, group_by: Any, weight_columns: Any
+    frame: Any, aggregates: Any, group_by: Any, weight_columns: Any, last: bool
 ) -> list[tuple[tuple[Any, ...], Any]]:
     """What Spark would sum over a band of the table above: its expected rows and moments."""
     band: Band = frame
