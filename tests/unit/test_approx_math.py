@@ -351,6 +351,16 @@ def test_next_fraction_reads_on_for_small_groups() -> None:
     assert next_fraction(_result(groups, 1 / 16, 0.5)) == 1.0
 
 
+def test_next_fraction_asks_for_weights_not_rows() -> None:
+    """3,000 sampled rows of 15 dates are 15 observations: the next band asks for about 3
+    times as many weights (45 = 1.5 x 30), not for 2 times the rows it already has."""
+    x = np.random.default_rng(4).normal(100.0, 10.0, 3000)
+    groups = {("a",): {**_sums(x, np.arange(3000) % 15), "max1": 1.0}}
+    result = _result(groups, 1 / 64, 0.5)
+    assert not result.estimates()[("a",)][0].reliable
+    assert next_fraction(result) == 1 / 16  # 3 x 1/64, rounded up to a power of two
+
+
 def test_first_fraction_reads_a_few_thousand_rows() -> None:
     assert first_fraction(1000) == 1.0
     assert first_fraction(6_000_000) == 2.0**-11
