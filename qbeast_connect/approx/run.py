@@ -3,8 +3,11 @@
 Each step reads the rows of one weight band ``[weight(from), weight(to))`` (the files the
 :class:`~qbeast_connect.approx.planner.BandPlanner` selects for that band, filtered to it)
 and computes, per group, the sums the estimators need
-(:func:`qbeast_connect.approx.estimators.stat_names`). Bands are disjoint, so a step adds its
-sums to those of the bands read before and no row is read twice. The planning comes from the
+(:func:`qbeast_connect.approx.estimators.stat_names`): per (group, weight) first, since the
+rows of one weight are sampled together, then per group (:func:`_band_query`). The first
+band also reads every row whose indexed columns are all NULL, which the later bands leave
+out. Bands are disjoint, so a step adds its sums to those of the bands read before and no
+row is read twice. The planning comes from the
 log alone, so a step costs one Spark query: the one that reads its band.
 """
 
