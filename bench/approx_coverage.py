@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.approx_shapes import group_sums
 from bench.common import LINEITEM_COLUMNS as COLUMNS
 from bench.common import indexed_copy
 
@@ -100,24 +101,12 @@ def load_rows(table: Any) -> Any:
     """Every row of the table (the columns the queries use) with its weight, as pandas."""
     import pandas as pd
 
-    frame = table.toDF().selectExpr(*KEEP, f"hash({COLUMNS}) AS _w").toPandas()
+    nulls = " AND ".join(f"{c.strip()} IS NULL" for c in COLUMNS.split(","))
+    frame = table.toDF().selectExpr(*KEEP, f"hash({COLUMNS}) AS _w", f"{nulls} AS _null").toPandas()
     for c in MEASURES:
         frame[c] = frame[c].astype(float)
     frame["l_shipdate"] = pd.to_datetime(frame["l_shipdate"])
     return frame
-
-
-def _sums(part: Any, measure: str | None) -> dict[str, Any]:
-    sums: dict[str, Any] = {"rows": len(part)}
-    if measure is not None:
-        x = part[measure]
-        sums.update(
-            n0=int(x.notna().sum()),
-            nz0=int((x != 0).sum()),
-            s0=float(x.sum()),
-            q0=float((x * x).sum()),
-        )
-    return sums
 
 
 def _groups(frame: Any, keys: tuple[str, ...]) -> dict[tuple[Any, ...], Any]:
@@ -136,7 +125,11 @@ def evaluate(query: Query, rows: Any) -> list[dict[str, Any]]:
     (agg,) = parse_aggregates(query.aggregate)
     matched = query.matching(rows)
     p = inclusion_probability(query.fraction)
-    sampled = matched if p >= 1.0 else matched[matched["_w"] < weight_from_fraction(query.fraction)]
+    sampled = (
+        matched
+        if p >= 1.0
+        else matched[(matched["_w"] < weight_from_fraction(query.fraction)) | matched["_null"]]
+    )
     whole = _groups(matched, query.group_by)
     seen = _groups(sampled, query.group_by)
     if not query.group_by and len(sampled) == 0:
@@ -149,7 +142,8 @@ def evaluate(query: Query, rows: Any) -> list[dict[str, Any]]:
         if agg.column is not None:
             x = full[agg.column]
             exact = float(x.sum()) if agg.kind == "sum" else float(x.mean())
-        e = estimate(agg, 0, _sums(part, agg.column), p, z)
+        sums = group_sums(part, (), agg.column or MEASURES[0]).get((), {"rows": 0})
+        e = estimate(agg, 0, sums, p, z)
         out.append(
             {
                 "key": key,

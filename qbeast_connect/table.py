@@ -494,6 +494,9 @@ class QbeastTable:
             An :class:`~qbeast_connect.approx.ApproxResult` (``rows()``, ``fraction``,
             ``bytesRead``, ``toPandas()``).
         """
+        from pyspark.sql import functions as F
+
+        from qbeast_connect.approx.bands import all_null_sql, approx_band_sql
         from qbeast_connect.approx.planner import Band, BandPlanner
         from qbeast_connect.approx.run import run_approx
 
@@ -504,11 +507,18 @@ class QbeastTable:
             paths = tuple(self._absolute(p) for p in band.plan.paths)
             explanation = ScanExplanation(band.plan, paths, reader)
             return self._dataframe(
-                explanation, where, band.to_fraction, from_fraction=band.from_fraction
+                explanation,
+                where,
+                band.to_fraction,
+                from_fraction=band.from_fraction,
+                weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
             )
 
+        nulls = F.expr(all_null_sql(columns))
+        if where is not None:
+            nulls = (F.expr(where) if isinstance(where, str) else where) & nulls
         return run_approx(
-            BandPlanner(self._planner(where)),
+            BandPlanner(self._planner(where), self._planner(nulls)),
             read_band,
             aggregates,
             group_by=groupBy,
@@ -628,7 +638,11 @@ class QbeastTable:
         where: Column | str | None,
         fraction: float | None,
         from_fraction: float = 0.0,
+        weight_sql: str | None = None,
     ) -> DataFrame:
+        """The rows of the explained files that match ``where`` in the weight band
+        ``[from_fraction, fraction)``; ``weight_sql`` replaces the band's filter (approx's
+        bands, which also read or leave out the all-NULL rows) whenever a filter is needed."""
         from pyspark.sql import functions as F
 
         schema = self.schema
@@ -636,16 +650,17 @@ class QbeastTable:
             df = self._read_files(explanation.plan.paths)
         else:
             df = self._spark.createDataFrame([], schema)
-        if fraction is not None and not self._rows_inside_band(
-            explanation.plan.files, from_fraction, fraction
+        if fraction is not None and (
+            (weight_sql is not None and from_fraction > 0.0)
+            or not self._rows_inside_band(explanation.plan.files, from_fraction, fraction)
         ):
             from qbeast_connect.approx.bands import band_weight_sql
 
             columns = self._sample_columns()
-            df = df.filter(F.expr(band_weight_sql(columns, from_fraction, fraction)))
+            band = weight_sql or band_weight_sql(columns, from_fraction, fraction)
+            df = df.filter(F.expr(band))
         if where is not None:
             df = df.filter(F.expr(where) if isinstance(where, str) else balanced_column(where))
         if explanation.files and explanation.reader != SPARK_READER:
             answer_input_files(df, explanation.files)
         return df
-

@@ -21,7 +21,7 @@ KINDS = ("count", "sum", "avg", "min", "max", "count_distinct")
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
 _CALL = re.compile(
     r"^\s*(?P<fn>[A-Za-z_]+)\s*\(\s*(?P<distinct>DISTINCT\s+)?(?P<args>[^()]*?)\s*\)"
-    r"(?:\s+(?:AS\s+)?(?P<alias>" + _IDENT + r"))?\s*$",
+    r"(?:\s+(?P<as>AS\s+)?(?P<alias>" + _IDENT + r"))?\s*$",
     re.IGNORECASE,
 )
 _ONE_IDENT = re.compile(r"^\s*(" + _IDENT + r")\s*$")
@@ -81,6 +81,11 @@ def _parse_one(text: object) -> Aggregate:
         raise InvalidOptionError(
             f"cannot parse the aggregate {text!r}: write 'count(*)', 'sum(col)', 'avg(col)', "
             "'min(col)', 'max(col)' or 'count(DISTINCT cols)', optionally followed by 'AS name'"
+        )
+    if m.group("as") is None and (m.group("alias") or "").upper() == "AS":
+        raise InvalidOptionError(
+            f"cannot parse the aggregate {text!r}: 'AS' must be followed by the result's "
+            "name, like 'sum(x) AS total' (quote a name with backticks: AS `AS`)"
         )
     fn = m.group("fn").lower()
     args = m.group("args")

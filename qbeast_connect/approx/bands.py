@@ -11,7 +11,7 @@ from qbeast_connect.model.weight import MIN_WEIGHT, fraction_from_weight, weight
 from qbeast_connect.planning.file_planner import sample_weight_sql, validate_fraction
 from qbeast_connect.planning.predicate import quote_identifier
 
-__all__ = ["band_weight_sql", "covered_fraction"]
+__all__ = ["all_null_sql", "approx_band_sql", "band_weight_sql", "covered_fraction"]
 
 
 def band_weight_sql(columns: Sequence[str], from_fraction: float, to_fraction: float) -> str:
@@ -29,6 +29,28 @@ def band_weight_sql(columns: Sequence[str], from_fraction: float, to_fraction: f
     args = ", ".join(quote_identifier(c) for c in columns)
     condition = f"hash({args}) >= {lower}"
     return condition if upper == "TRUE" else f"{condition} AND {upper}"
+
+
+def all_null_sql(columns: Sequence[str]) -> str:
+    """``a IS NULL AND b IS NULL ...``: the rows whose indexed columns are all NULL.
+
+    They all share one weight (Spark's ``hash`` of NULLs is its seed, 42), so a sample keeps
+    or drops them together: on an index with many NULLs that one weight can hold a large
+    share of the rows, which no sample of weights can estimate. ``approx`` reads them in
+    full in its first band instead (:func:`approx_band_sql`)."""
+    return " AND ".join(f"{quote_identifier(c)} IS NULL" for c in columns)
+
+
+def approx_band_sql(columns: Sequence[str], from_fraction: float, to_fraction: float) -> str:
+    """The rows one step of ``approx`` reads: those of :func:`band_weight_sql`, plus in the
+    first band (``from_fraction`` 0) every row whose indexed columns are all NULL, which the
+    later bands leave out. So the all-NULL rows are read exactly once and in full, whatever
+    the fraction, and the other weights are sampled as usual."""
+    band = band_weight_sql(columns, from_fraction, to_fraction)
+    nulls = all_null_sql(columns)
+    if from_fraction <= 0.0:
+        return band if band == "TRUE" else f"({band}) OR ({nulls})"
+    return f"({band}) AND NOT ({nulls})"
 
 
 def covered_fraction(

@@ -1,25 +1,37 @@
-"""Estimates and confidence intervals from a sample of rows selected by weight.
+"""Estimates and confidence intervals from a sample of weights.
 
 A qbeast sample of fraction ``f`` keeps exactly the rows whose weight (Spark's Murmur3
-``hash`` of the indexed columns) is below ``W = weight(f)``. The hash spreads rows evenly
-over the 2^32 weights independently of the values measured, so each row is kept with
-probability ``p = (W - MIN_WEIGHT) / 2^32`` (:func:`inclusion_probability`) and the sample is
-a Bernoulli(p) sample of the rows (docs/approx.md says when this fails: rows with equal
-indexed values share their weight and are kept or dropped together).
+``hash`` of the indexed columns) is below ``W = weight(f)``. The hash spreads the weights
+evenly over the 2^32 values independently of the values measured, so each weight is kept
+with probability ``p = (W - MIN_WEIGHT) / 2^32`` (:func:`inclusion_probability`). Rows with
+equal indexed values (a date, a category, all NULLs) share their weight and are kept or
+dropped together: the sample is a Poisson sample of *weights*, each bringing all its rows.
+So every variance below is computed from per-weight totals ``y_k`` (one more level of
+aggregation in the read's query, see :mod:`qbeast_connect.approx.run`); when every row has a
+weight of its own they are the per-row values and the formulas are the usual ones. The rows
+whose indexed columns are all NULL share one weight that may hold a large share of a table:
+``approx`` reads them in full in its first band (a stratum with ``p = 1``), so every total
+below is their part plus ``1 / p`` times the sampled part, and the spread is the sampled
+weights' alone.
 
-Per group the sample gives sufficient sums (:class:`Sums`); from them:
+Per group the sample gives sufficient sums (:class:`Sums`, names in :func:`stat_names`);
+with ``y_k`` the weight's row count (``count``), non-null count (``count(x)``) or sum of the
+measure (``sum``):
 
-- ``count``: Horvitz-Thompson ``n / p``, variance estimate ``(1 - p) / p^2 * n``;
-- ``sum``: ``S / p``, variance estimate ``(1 - p) / p^2 * Q`` with ``Q`` the sum of squares;
-- ``avg``: the ratio ``S / n`` of two HT estimates, with the delta-method variance
-  ``(1 - p) * (Q - 2 R S + R^2 n) / n^2``;
-- ``count(DISTINCT k)`` when ``k`` are the indexed columns (all rows of a key share a weight,
-  so keys are sampled like rows): ``d / p``, variance ``(1 - p) / p^2 * d``;
+- ``count`` / ``sum``: Horvitz-Thompson ``Σ y_k / p``, variance ``(1 - p) / p² · Σ y_k²``;
+- ``avg``: the ratio ``R = Σ S_k / Σ n_k`` of two HT estimates, with the delta-method
+  variance ``(1 - p) · Σ (S_k - R n_k)² / (Σ n_k)²``;
+- ``count(DISTINCT k)`` when ``k`` are the indexed columns: ``d / p``, variance
+  ``(1 - p) / p² · d``;
 - ``min`` / ``max``: the value seen, a one-sided bound of the true one.
 
-Intervals are normal (CLT): ``estimate ± z * sqrt(variance)``. An estimate from fewer than
-:data:`MIN_RELIABLE` contributing rows (non-null, and for sums non-zero) is flagged not
-reliable and carries no interval. With ``p = 1`` every row was read and the answer is exact.
+Intervals are normal (CLT): ``estimate ± z · √variance``, claimed only when the sample can
+support one, by one rule for every estimate: at least :data:`MIN_RELIABLE` sampled weights
+contribute to it (``y_k ≠ 0``: weights with a row for ``count(*)``, with a non-null value for
+``count(x)``, with a non-zero total for ``sum`` and ``avg``), and the interval has a
+positive, finite width around a finite estimate. Many rows of a few weights are a few
+observations, not many; an interval of zero width (a sample of zeros) or with a NaN end is
+never reliable. With ``p = 1`` every row was read and the answer is exact.
 """
 
 from __future__ import annotations
@@ -47,16 +59,19 @@ __all__ = [
 ]
 
 MIN_RELIABLE = 30
-"""Fewest contributing sampled rows for which a normal interval is claimed."""
+"""Fewest contributing sampled weights for which a normal interval is claimed."""
 
 _WEIGHTS = 2.0**32
+#: An avg's residual ``Σ S² - 2 R Σ S n + R² Σ n²`` below this share of ``Σ S²`` is rounding
+#: noise of the doubles it is computed in (values far from 0 that barely vary), not spread.
+_CANCELLATION = 1e-9
 
 #: A group's sufficient sums: stat name -> value (see :func:`stat_names`).
 Sums = dict[str, Any]
 
 
 def inclusion_probability(fraction: float) -> float:
-    """The probability that a row is in ``sample(fraction)``: the share of weights below
+    """The probability that a weight is in ``sample(fraction)``: the share of weights below
     ``weight(fraction)`` (exactly 1 for ``fraction >= 1``, where no row is filtered)."""
     if fraction >= 1.0:
         return 1.0
@@ -78,16 +93,40 @@ def z_value(confidence: object) -> float:
 
 
 def stat_names(agg: Aggregate, i: int) -> tuple[str, ...]:
-    """The sums aggregate number ``i`` needs (beyond the group's row count ``rows``)."""
+    """The sums aggregate number ``i`` needs, beyond the group's ``rows`` (rows read),
+    ``null_rows`` (those whose indexed columns are all NULL: one weight, read in full),
+    ``keys`` (the other weights read) and ``r2`` (the sum of their rows' squares). The
+    ``null_`` sums are the all-NULL rows' part of a total (``null_n``, ``null_t``,
+    ``null_d``); every spread (``c2``, ``ss``, ``sn``, ``nn``) and weight count (``k``)
+    is over the sampled weights only.
+
+    - ``count(x)``: ``n`` (non-null values), ``k`` (weights with one), ``c2`` (the sum of
+      the squares of the non-null counts per weight);
+    - ``sum(x)``, ``avg(x)``: ``n``; ``s`` the sum in the column's type (the exact answer of
+      a full read; None when it overflows); ``t`` the sum in doubles; with ``S_k``, ``n_k``
+      a weight's sum (double) and non-null count: ``k`` the weights with ``S_k ≠ 0``,
+      ``ss = Σ S_k²``, ``sn = Σ S_k n_k``, ``nn = Σ n_k²``;
+    - ``min(x)``, ``max(x)``: the value seen; ``count(DISTINCT k)``: ``d`` the keys read.
+    """
     if agg.kind == "count":
-        return () if agg.column is None else (f"n{i}",)
+        return () if agg.column is None else (f"n{i}", f"null_n{i}", f"k{i}", f"c2{i}")
     if agg.kind in ("sum", "avg"):
-        return (f"n{i}", f"nz{i}", f"s{i}", f"q{i}")
+        return (
+            f"n{i}",
+            f"null_n{i}",
+            f"k{i}",
+            f"s{i}",
+            f"t{i}",
+            f"null_t{i}",
+            f"ss{i}",
+            f"sn{i}",
+            f"nn{i}",
+        )
     if agg.kind == "min":
         return (f"min{i}",)
     if agg.kind == "max":
         return (f"max{i}",)
-    return (f"d{i}",)
+    return (f"d{i}", f"null_d{i}")
 
 
 def _merge_value(name: str, a: Any, b: Any) -> Any:
@@ -103,11 +142,12 @@ def _merge_value(name: str, a: Any, b: Any) -> Any:
 
 
 def merge_sums(into: dict[Any, Sums], more: Iterable[tuple[Any, Sums]]) -> None:
-    """Add the sums of disjoint row sets (weight bands) group by group, in place.
+    """Add the sums of disjoint weight bands group by group, in place.
 
-    Counts and sums add; ``min``/``max`` keep the smaller/larger. Distinct counts add too:
-    they are only kept for the indexed columns, whose equal keys share a weight and so fall
-    into one band.
+    Counts and sums add (a weight lies in one band, so its per-weight totals are whole in
+    that band and sums of their powers add too); ``min``/``max`` keep the smaller/larger.
+    A sum in the column's type that overflowed in one band (None while that band has values)
+    stays None.
     """
     for key, sums in more:
         held = into.get(key)
@@ -115,7 +155,18 @@ def merge_sums(into: dict[Any, Sums], more: Iterable[tuple[Any, Sums]]) -> None:
             into[key] = dict(sums)
             continue
         for name, value in sums.items():
+            if name.startswith("s") and name[1:].isdigit() and _overflowed(held, value, sums, name):
+                held[name] = None
+                continue
             held[name] = _merge_value(name, held.get(name), value)
+
+
+def _overflowed(held: Sums, value: Any, sums: Sums, name: str) -> bool:
+    """Whether the exact-type sum ``name`` overflowed in the bands held or in this one."""
+    i = name[1:]
+    return (held.get(name) is None and bool(held.get(f"n{i}"))) or (
+        value is None and bool(sums.get(f"n{i}"))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +180,15 @@ class Estimate:
         reliable: whether ``[low, high]`` is a confidence interval at the level asked (or
             the exact value). min/max are never reliable below a full read: their one bound
             is certain, the other unknown.
+        support: the sampled weights that contribute to it (``inf`` when exact, 0 for
+            min/max).
     """
 
     value: Any
     low: Any
     high: Any
     reliable: bool
+    support: float = 0.0
 
     @property
     def half_width(self) -> float | None:
@@ -144,15 +198,30 @@ class Estimate:
         return (float(self.high) - float(self.low)) / 2.0
 
 
-def _interval(value: float, variance: float, z: float, count: int) -> Estimate:
-    if count < MIN_RELIABLE:
-        return Estimate(value, None, None, False)
-    half = z * math.sqrt(max(variance, 0.0))
-    return Estimate(value, value - half, value + half, True)
+def _interval(value: float, variance: float, z: float, support: float) -> Estimate:
+    """The normal interval, claimed only when the sample can support it: enough
+    contributing weights, a positive finite width and a finite estimate."""
+    if (
+        support < MIN_RELIABLE
+        or not math.isfinite(value)
+        or not math.isfinite(variance)
+        or variance <= 0.0
+    ):
+        return Estimate(value, None, None, False, support)
+    half = z * math.sqrt(variance)
+    if not math.isfinite(half) or half <= 0.0:
+        return Estimate(value, None, None, False, support)
+    return Estimate(value, value - half, value + half, True, support)
 
 
 def _num(value: Any) -> float:
     return 0.0 if value is None else float(value)
+
+
+def _finite_exact(value: Any) -> Estimate:
+    """The exact answer of a full read: reliable unless it is NaN or infinite."""
+    ok = value is not None and math.isfinite(float(value))
+    return Estimate(value, value, value, ok, math.inf if ok else 0.0)
 
 
 def estimate(agg: Aggregate, i: int, sums: Mapping[str, Any], p: float, z: float) -> Estimate:
@@ -162,38 +231,60 @@ def estimate(agg: Aggregate, i: int, sums: Mapping[str, Any], p: float, z: float
         agg: the aggregate.
         i: its position (names its sums, see :func:`stat_names`).
         sums: the group's sums; ``rows`` is its sampled row count.
-        p: the inclusion probability of the rows read (1: every row).
+        p: the inclusion probability of the weights read (1: every row).
         z: the normal quantile of the confidence level.
     """
     exact = p >= 1.0
+    spread = (1.0 - p) / (p * p) if p > 0.0 else math.inf
     if agg.kind == "min" or agg.kind == "max":
         seen = sums.get(f"{agg.kind}{i}")
         if exact:
-            return Estimate(seen, seen, seen, True)
+            return Estimate(seen, seen, seen, True, math.inf)
         if agg.kind == "min":  # the true minimum is at most the one seen
             return Estimate(seen, None, seen, False)
         return Estimate(seen, seen, None, False)
-    if agg.kind == "count" or agg.kind == "count_distinct":
-        name = "rows" if agg.kind == "count" and agg.column is None else stat_names(agg, i)[0]
-        n = int(sums.get(name) or 0)
+    if agg.kind == "count_distinct":
+        d = int(sums.get(f"d{i}") or 0)
         if exact:
-            return Estimate(n, n, n, True)
-        return _interval(n / p, (1.0 - p) / (p * p) * n, z, n)
+            return Estimate(d, d, d, True, math.inf)
+        certain = _num(sums.get(f"null_d{i}"))
+        return _interval(_ht(d, certain, p), spread * (d - certain), z, d - certain)
+    if agg.kind == "count":
+        names = ("rows", "keys", "r2") if agg.column is None else (f"n{i}", f"k{i}", f"c2{i}")
+        n = int(sums.get(names[0]) or 0)
+        if exact:
+            return Estimate(n, n, n, True, math.inf)
+        certain = _num(sums.get("null_rows" if agg.column is None else f"null_n{i}"))
+        keys = _num(sums.get(names[1]))
+        return _interval(_ht(n, certain, p), spread * _num(sums.get(names[2])), z, keys)
     n = int(sums.get(f"n{i}") or 0)
-    s = sums.get(f"s{i}")
-    q = _num(sums.get(f"q{i}"))
+    total = _num(sums.get(f"t{i}"))
+    squares = _num(sums.get(f"ss{i}"))
+    support = _num(sums.get(f"k{i}"))
+    value = _ht(total, _num(sums.get(f"null_t{i}")), p)
     if agg.kind == "sum":
-        if exact:
-            return Estimate(s, s, s, True)
         if n == 0:  # Spark's sum of no values is NULL; a sample with none says little
-            return Estimate(None, None, None, False)
-        nonzero = int(sums.get(f"nz{i}") or 0)
-        return _interval(_num(s) / p, (1.0 - p) / (p * p) * q, z, nonzero)
-    # avg: the ratio estimator S / n
+            return Estimate(None, None, None, exact)
+        if exact:
+            s = sums.get(f"s{i}")  # None: the column's type overflowed; the doubles' sum
+            return _finite_exact(s) if s is not None else Estimate(total, None, None, False)
+        return _interval(value, spread * squares, z, support)
+    # avg: the ratio R = Ŝ / N̂ of the estimates of the sum and of the non-null count
     if n == 0:
         return Estimate(None, None, None, exact)
-    ratio = _num(s) / n
     if exact:
-        return Estimate(ratio, ratio, ratio, True)
-    residual = q - 2.0 * ratio * _num(s) + ratio * ratio * n
-    return _interval(ratio, (1.0 - p) * residual / (n * n), z, n)
+        return _finite_exact(total / n)
+    rows = _ht(n, _num(sums.get(f"null_n{i}")), p)
+    ratio = value / rows
+    residual = (
+        squares - 2.0 * ratio * _num(sums.get(f"sn{i}")) + ratio * ratio * _num(sums.get(f"nn{i}"))
+    )
+    if residual <= _CANCELLATION * squares:
+        residual = 0.0  # no spread the doubles can tell from rounding: no interval
+    return _interval(ratio, spread * residual / (rows * rows), z, support)
+
+
+def _ht(total: float, certain: float, p: float) -> float:
+    """The Horvitz-Thompson estimate of a total: the all-NULL rows' part ``certain`` (read
+    in full) plus the sampled part ``total - certain`` weighted by ``1 / p``."""
+    return certain + (total - certain) / p

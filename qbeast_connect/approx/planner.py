@@ -16,6 +16,7 @@ file's smallest weight, at no extra byte.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,16 +61,34 @@ class Band:
         return self.plan.selected_bytes
 
 
+def _with_files(plan: ScanPlan, more: tuple[IndexFile, ...]) -> ScanPlan:
+    """``plan`` opening also the files of ``more`` it does not open yet."""
+    held = {f.path for f in plan.files}
+    extra = tuple(f for f in more if f.path not in held)
+    if not extra:
+        return plan
+    return dataclasses.replace(
+        plan,
+        files=plan.files + extra,
+        selected_bytes=plan.selected_bytes + sum(f.size for f in extra),
+    )
+
+
 class BandPlanner:
     """Plans the bands of one ``approx`` call from the table's snapshot.
 
     Args:
         plan: the file planner bound to the call's filter (see :data:`PlanFiles`).
+        plan_nulls: the file planner bound to the filter and "every indexed column is NULL":
+            the files the first band also opens, to read those rows in full
+            (:func:`~qbeast_connect.approx.bands.approx_band_sql`). None: no such files.
     """
 
-    def __init__(self, plan: PlanFiles) -> None:
+    def __init__(self, plan: PlanFiles, plan_nulls: PlanFiles | None = None) -> None:
         self._plan = plan
+        self._plan_nulls = plan_nulls
         self._candidates: tuple[IndexFile, ...] | None = None
+        self._null_files: tuple[IndexFile, ...] | None = None
 
     @property
     def candidates(self) -> tuple[IndexFile, ...]:
@@ -83,10 +102,23 @@ class BandPlanner:
         the rows matching the filter."""
         return sum(f.num_records or f.element_count for f in self.candidates)
 
+    @property
+    def null_files(self) -> tuple[IndexFile, ...]:
+        """The files that may hold a row matching the filter whose indexed columns are all
+        NULL (from the Delta statistics' null counts; planned once)."""
+        if self._null_files is None:
+            self._null_files = (
+                () if self._plan_nulls is None else self._plan_nulls(None, None).files
+            )
+        return self._null_files
+
     def band(self, from_fraction: float, to_fraction: float, widen: bool = True) -> Band:
-        """The files of the band ``[from_fraction, to_fraction)``; with ``widen``, the band
-        reaches as far as those files hold every candidate row."""
+        """The files of the band ``[from_fraction, to_fraction)``, and for the first band
+        (``from_fraction`` 0) also :attr:`null_files`; with ``widen``, the band reaches as far
+        as those files hold every candidate row."""
         plan = self._plan(to_fraction, from_fraction if from_fraction > 0.0 else None)
+        if from_fraction <= 0.0 and to_fraction < 1.0:
+            plan = _with_files(plan, self.null_files)
         if widen:
             to_fraction = covered_fraction(self.candidates, plan.files, from_fraction, to_fraction)
         return Band(plan, from_fraction, to_fraction)

@@ -163,11 +163,11 @@ def _html_estimate(e: Estimate) -> str:
     return text
 
 
-def _needed_probability(e: Estimate, p: float, target: float, rows: int) -> float:
+def _needed_probability(e: Estimate, p: float, target: float) -> float:
     """The inclusion probability at which ``e``'s half-width should reach ``target``."""
     if not e.reliable:
-        # too few contributing rows: ask for enough of them, assuming they grow with p
-        have = max(rows, 1)
+        # too few effective weights: ask for enough of them, assuming they grow with p
+        have = max(e.support, 1.0)
         return min(1.0, p * max(2.0, MIN_RELIABLE * 1.5 / have))
     half = e.half_width or 0.0
     if half <= target:
@@ -197,13 +197,12 @@ def next_fraction(result: ApproxResult) -> float | None:
     groups = result.estimates()
     if not groups:  # nothing matched yet: read more to learn whether anything does
         needed = 2.0 * p
-    for key, values in groups.items():
-        rows = int(result.groups[key].get("rows") or 0)
+    for values in groups.values():
         for agg, e in zip(result.aggregates, values, strict=True):
             if agg.is_bound:
                 continue
             target = result.relativeError * abs(float(e.value)) if e.value is not None else 0.0
-            needed = max(needed, _needed_probability(e, p, target, rows))
+            needed = max(needed, _needed_probability(e, p, target))
     if needed <= p:
         return None
     # growth counts from the power of two the rows read reach: a band that its files widened

@@ -154,10 +154,11 @@ def test_a_small_band_is_one_stage_without_shuffle(
 
     adaptive: list[str | None] = []
 
-    def spy(frame: Any, aggregates: Any, group_by: Any) -> Any:
-        plans.append(frame.groupBy(*group_by).count()._explain_string(extended=False))
+    def spy(frame: Any, aggregates: Any, group_by: Any, weight_columns: Any, last: bool) -> Any:
+        query = run._band_query(frame, aggregates, group_by, weight_columns, last)[0]
+        plans.append(query._explain_string(extended=False))
         adaptive.append(frame.sparkSession.conf.get(ADAPTIVE_KEY))
-        return real(frame, aggregates, group_by)
+        return real(frame, aggregates, group_by, weight_columns, last)
 
     monkeypatch.setattr(run, "_band_sums", spy)
     spark = plain.sparkSession
@@ -174,3 +175,101 @@ def test_a_small_band_is_one_stage_without_shuffle(
     monkeypatch.setattr(run, "ONE_TASK_BYTES", 0)
     t.approx(["sum(price) AS revenue"], groupBy="g", fraction=1.0)
     assert "Exchange" in plans[1] and adaptive[1] != "false"
+
+
+def test_any_column_name_works_as_a_group_or_measure(spark: Any, table_path: str) -> None:
+    """Issue #37: group columns named like internal result columns (``n0``, ``s0``,
+    ``rows``) got overwritten by them, or raised a KeyError; every name is the user's."""
+    from pyspark.sql import functions as F
+
+    df = spark.range(0, 600, numPartitions=1).selectExpr(
+        "id",
+        "cast(id % 3 as int) as n0",
+        "concat('s', cast(id % 2 as string)) as s0",
+        "cast(id % 2 as int) as `rows`",
+        "id * 1.5 as t0",
+        "id * 2.0 as `a.b`",
+    )
+    qc.write(df, table_path, columnsToIndex="id", cubeSize=200)
+    t = qc.QbeastTable.forPath(spark, table_path)
+    result = t.approx(
+        ["sum(t0) AS total", "count(*) AS n", "avg(`a.b`) AS m"],
+        groupBy=["n0", "s0", "rows"],
+        fraction=1.0,
+    )
+    exact = {
+        (r["n0"], r["s0"], r["rows"]): r
+        for r in df.groupBy("n0", "s0", "rows")
+        .agg(F.sum("t0").alias("total"), F.count(F.lit(1)).alias("n"), F.avg("`a.b`").alias("m"))
+        .collect()
+    }
+    got = {(r["n0"], r["s0"], r["rows"]): r for r in result.rows()}
+    assert got.keys() == exact.keys() and len(got) == 6
+    for key, row in got.items():
+        assert (row["total"], row["n"], row["m"]) == pytest.approx(
+            (exact[key]["total"], exact[key]["n"], exact[key]["m"])
+        ), key
+        assert row["total_reliable"] and row["n_reliable"]
+    sampled = t.approx(["count(*) AS n"], groupBy="rows", fraction=0.5)
+    assert {r["rows"] for r in sampled.rows()} == {0, 1}
+
+
+def test_avg_of_decimals_near_the_type_limit(spark: Any, table_path: str) -> None:
+    """Issue #37: avg of decimal(38,18) values near 1e20 failed with
+    NUMERIC_VALUE_OUT_OF_RANGE from an internal sum; now it is computed in doubles, and an
+    exact sum that overflows the type is answered in doubles but not called reliable."""
+    df = spark.range(0, 400, numPartitions=1).selectExpr(
+        "id", "cast(90000000000000000000 + id as decimal(38, 18)) as v"
+    )
+    qc.write(df, table_path, columnsToIndex="id", cubeSize=100)
+    t = qc.QbeastTable.forPath(spark, table_path)
+    full = t.approx(["avg(v) AS m", "sum(v) AS s", "count(*) AS n"], fraction=1.0)
+    (row,) = full.rows()
+    assert row["m"] == pytest.approx(9e19, rel=1e-12) and row["m_reliable"]
+    assert row["s"] == pytest.approx(400 * 9e19, rel=1e-12) and not row["s_reliable"]
+    assert row["n"] == 400 and row["n_reliable"]
+    (half,) = t.approx(["avg(v) AS m", "sum(v) AS s"], fraction=0.5).rows()
+    assert half["m"] == pytest.approx(9e19, rel=1e-9)
+    # the doubles cannot tell the values' spread (ids) from rounding at 9e19: no interval
+    assert not half["m_reliable"] and half["m_low"] is None
+
+
+def test_rows_with_all_indexed_columns_null_are_read_in_full(spark: Any, table_path: str) -> None:
+    """Issue #37: rows whose indexed columns are all NULL share one weight (hash of NULLs is
+    42), so a sample kept or dropped 60% of the table at once and the intervals covered
+    below 30%. The first band reads them in full (a stratum of probability 1); approx's sums
+    are those of the local evaluation of bench/approx_shapes.py, interval for interval."""
+    from bench.approx_shapes import Query, answer, make_table
+
+    local = make_table("e", 4000, 37)
+    frame = spark.createDataFrame(local[["id", "u", "flag", "dev", "x"]]).selectExpr(
+        "id", "u", "flag", "CASE WHEN isnan(dev) THEN NULL ELSE cast(dev AS int) END AS dev", "x"
+    )
+    qc.write(frame, table_path, columnsToIndex="dev", cubeSize=500)
+    t = qc.QbeastTable.forPath(spark, table_path)
+    weights = sorted(r[0] for r in t.toDF().selectExpr("hash(dev)").collect())
+    assert weights == sorted(int(w) for w in local["_w"])
+    for aggregate, where in (
+        ("count(*) AS a", None),
+        ("sum(x) AS a", "u < 50"),
+        ("avg(x) AS a", None),
+    ):
+        query = Query(aggregate, where, where, ("flag",), None, 1 / 4)
+        result = t.approx(aggregate, where=where, groupBy="flag", fraction=1 / 4)
+        _, want = answer(query, local)
+        got = {(r["flag"],): r for r in result.rows()}
+        assert got.keys() == want.keys() == {("A",), ("B",)}, aggregate
+        matched = query.matching(local)
+        for key, e in want.items():
+            row = got[key]
+            assert row["a_reliable"] == e.reliable is True, (aggregate, key)
+            for mine, theirs in (
+                (row["a"], e.value),
+                (row["a_low"], e.low),
+                (row["a_high"], e.high),
+            ):
+                assert mine == pytest.approx(theirs, rel=1e-9), (aggregate, key)
+            part = matched[matched["flag"] == key[0]]
+            exact = {"c": len(part), "s": part["x"].sum(), "a": part["x"].mean()}[aggregate[0]]
+            assert row["a_low"] <= exact <= row["a_high"], (aggregate, key)
+    # a NULL-free table opens no file for them: see the bytes of the relativeError test above

@@ -61,6 +61,8 @@ def test_parse_aggregates_reads_aliases_and_defaults() -> None:
         (["sum(a, b)"], "takes one column"),
         ([], "at least one"),
         (["sum x"], "cannot parse"),
+        (["sum(v) AS"], "'AS' must be followed by the result's name"),
+        (["count(*) as"], "'AS' must be followed by the result's name"),
     ],
 )
 def test_parse_aggregates_refuses_what_it_cannot_estimate(texts: list[str], message: str) -> None:
@@ -91,14 +93,25 @@ def test_band_filter_is_the_difference_of_two_samples() -> None:
     assert band_weight_sql(["a"], 0.5, 1.0) == f"hash(`a`) >= {hi}"
 
 
-def _sums(agg_values: np.ndarray) -> Sums:
-    x = agg_values
+def _sums(x: np.ndarray, keys: np.ndarray | None = None) -> Sums:
+    """The sums Spark computes over sampled values ``x`` whose rows have weights ``keys``
+    (each row a weight of its own by default): per weight the totals, then their powers."""
+    keys = np.arange(len(x)) if keys is None else keys
+    _, index = np.unique(keys, return_inverse=True)
+    rows = np.bincount(index).astype(float)
+    totals = np.bincount(index, weights=x)
     return {
         "rows": len(x),
+        "keys": len(rows),
+        "r2": float((rows**2).sum()),
         "n0": len(x),
-        "nz0": int(np.count_nonzero(x)),
+        "k0": int(np.count_nonzero(totals)),
+        "c20": float((rows**2).sum()),
         "s0": float(x.sum()),
-        "q0": float((x * x).sum()),
+        "t0": float(totals.sum()),
+        "ss0": float((totals**2).sum()),
+        "sn0": float((totals * rows).sum()),
+        "nn0": float((rows**2).sum()),
     }
 
 
@@ -122,7 +135,7 @@ def test_estimators_follow_horvitz_thompson() -> None:
 
 
 def test_a_full_read_is_exact_and_keeps_the_sum_type() -> None:
-    sums: Sums = {"rows": 3, "n0": 3, "nz0": 3, "s0": Decimal("6.50"), "q0": 15.0, "min1": 1}
+    sums: Sums = {**_sums(np.array([1.0, 2.0, 3.5])), "s0": Decimal("6.50"), "min1": 1}
     aggs = [Aggregate("sum", ("x",), "t"), Aggregate("min", ("y",), "lo")]
     total = estimate(aggs[0], 0, sums, 1.0, Z95)
     assert (total.value, total.low, total.high, total.reliable) == (
@@ -192,6 +205,114 @@ def test_intervals_cover_the_truth_95_percent_of_the_time(kind: str) -> None:
     assert 0.92 <= coverage <= 0.98, coverage
 
 
+def _clustered_coverage(kind: str, p: float, trials: int) -> tuple[float, float]:
+    """Coverage and share flagged over Poisson samples of 400 keys of 50 rows each (a date
+    index: every row of a key shares its weight and is kept or dropped with it)."""
+    rng = np.random.default_rng(3)
+    keys = np.repeat(np.arange(400), 50)
+    population = rng.lognormal(3.0, 0.8, len(keys)) * rng.lognormal(0.0, 0.5, 400)[keys]
+    truth = {"sum": population.sum(), "count": len(population), "avg": population.mean()}[kind]
+    agg = Aggregate(kind, (), "a") if kind == "count" else Aggregate(kind, ("x",), "a")
+    hits = reliable = 0
+    for _ in range(trials):
+        kept = (rng.random(400) < p)[keys]
+        e = estimate(agg, 0, _sums(population[kept], keys[kept]), p, Z95)
+        if e.reliable:
+            reliable += 1
+            hits += e.low <= truth <= e.high
+    return hits / reliable, 1 - reliable / trials
+
+
+@pytest.mark.parametrize("kind", ["sum", "count", "avg"])
+def test_rows_sharing_a_weight_are_one_observation(kind: str) -> None:
+    """Issue #37: on a date-like index (50 rows per key) the per-row variance made 95%
+    intervals that covered far less often; per-key totals give the right width."""
+    coverage, flagged = _clustered_coverage(kind, 0.25, 400)
+    assert 0.92 <= coverage <= 0.98 and flagged == 0.0, (coverage, flagged)
+
+
+def test_many_rows_of_few_weights_get_no_interval() -> None:
+    """5,000 sampled rows of 20 keys are 20 observations: flagged, as a small group."""
+    x = np.random.default_rng(2).normal(100.0, 10.0, 5000)
+    keys = np.arange(5000) % 20
+    for kind in ("sum", "avg", "count"):
+        e = estimate(Aggregate(kind, ("x",), "a"), 0, _sums(x, keys), 0.1, Z95)
+        assert not e.reliable and e.low is None and e.support == 20, kind
+
+
+def test_an_interval_of_zero_width_or_nan_is_never_reliable() -> None:
+    """Issue #37: avg of a measure non-zero in 0.25% of rows got a reliable [0, 0] from a
+    sample of zeros, and a NaN measure gave NaN bounds marked reliable."""
+    zeros = _sums(np.zeros(400))
+    for kind in ("avg", "sum"):
+        e = estimate(Aggregate(kind, ("x",), "a"), 0, zeros, 0.1, Z95)
+        assert not e.reliable and e.value == 0.0 and e.low is None, kind
+    # 1,000 rows, 5 non-zero: avg is as unsupported as sum
+    sparse = _sums(np.array([0.0] * 995 + [7.0] * 5))
+    for kind in ("avg", "sum"):
+        e = estimate(Aggregate(kind, ("x",), "a"), 0, sparse, 0.1, Z95)
+        assert not e.reliable and e.support == 5, kind
+    # a constant measure: no spread seen, so no interval below a full read
+    constant = _sums(np.full(400, 1e20))
+    e = estimate(Aggregate("avg", ("x",), "a"), 0, constant, 0.1, Z95)
+    assert e.value == pytest.approx(1e20) and not e.reliable
+    with_nan = _sums(np.array([1.0] * 100 + [float("nan")]))
+    for kind in ("avg", "sum"):
+        e = estimate(Aggregate(kind, ("x",), "a"), 0, with_nan, 0.1, Z95)
+        assert np.isnan(e.value) and not e.reliable and e.low is None, kind
+        full = estimate(Aggregate(kind, ("x",), "a"), 0, with_nan, 1.0, Z95)
+        assert np.isnan(full.value) and not full.reliable, kind
+
+
+def test_an_exact_sum_that_overflows_its_type_is_not_reliable() -> None:
+    """A full read whose sum overflowed the column's type (try_sum gave None) answers the
+    doubles' sum, flagged; merging keeps the overflow."""
+    sums = {**_sums(np.array([9e19, 9e19])), "s0": None}
+    e = estimate(Aggregate("sum", ("x",), "a"), 0, sums, 1.0, Z95)
+    assert e.value == pytest.approx(1.8e20) and not e.reliable and e.low is None
+    held: dict[Any, Sums] = {(): {"n0": 1, "s0": Decimal("1")}}
+    merge_sums(held, [((), {"n0": 2, "s0": None})])
+    assert held[()]["s0"] is None and held[()]["n0"] == 3
+    merge_sums(held, [((), {"n0": 1, "s0": Decimal("2")})])
+    assert held[()]["s0"] is None
+
+
+def test_rows_with_all_indexed_columns_null_are_a_stratum_read_in_full() -> None:
+    """The all-NULL rows (one weight, read in full by the first band) count once each; the
+    sampled rows count 1/p times; the spread is the sampled weights' alone."""
+    p = 0.25
+    sampled = np.arange(1.0, 401.0)  # 400 sampled rows, one weight each
+    sums = _sums(sampled)
+    # 600 all-NULL rows of value 2 were read too: they add to the totals, not to the spread
+    sums.update(
+        rows=1000, null_rows=600, n0=1000, null_n0=600, t0=sums["t0"] + 1200.0, null_t0=1200.0
+    )
+    count = estimate(Aggregate("count", (), "n"), 0, sums, p, Z95)
+    assert count.value == pytest.approx(600 + 400 / p) and count.support == 400
+    assert count.half_width == pytest.approx(Z95 * np.sqrt((1 - p) / p**2 * 400))
+    total = estimate(Aggregate("sum", ("x",), "s"), 0, sums, p, Z95)
+    assert total.value == pytest.approx(1200.0 + sampled.sum() / p)
+    assert total.half_width == pytest.approx(Z95 * np.sqrt((1 - p) / p**2 * (sampled**2).sum()))
+    mean = estimate(Aggregate("avg", ("x",), "m"), 0, sums, p, Z95)
+    rows = 600 + 400 / p
+    ratio = (1200.0 + sampled.sum() / p) / rows
+    assert mean.value == pytest.approx(ratio)
+    var = (1 - p) / p**2 * ((sampled - ratio) ** 2).sum() / rows**2
+    assert mean.half_width == pytest.approx(Z95 * np.sqrt(var))
+
+
+def test_approx_bands_read_the_all_null_rows_once() -> None:
+    from qbeast_connect.approx.bands import approx_band_sql
+
+    lo, hi = weight_from_fraction(0.25), weight_from_fraction(0.5)
+    nulls = "`a` IS NULL AND `b c` IS NULL"
+    assert approx_band_sql(["a", "b c"], 0.0, 0.25) == f"(hash(`a`, `b c`) < {lo}) OR ({nulls})"
+    assert approx_band_sql(["a", "b c"], 0.25, 0.5) == (
+        f"(hash(`a`, `b c`) >= {lo} AND hash(`a`, `b c`) < {hi}) AND NOT ({nulls})"
+    )
+    assert approx_band_sql(["a"], 0.0, 1.0) == "TRUE"
+
+
 def _result(groups: dict[Any, Sums], fraction: float, error: float | None) -> ApproxResult:
     aggs = (Aggregate("sum", ("x",), "t"), Aggregate("max", ("x",), "hi"))
     return ApproxResult(
@@ -228,6 +349,16 @@ def test_next_fraction_reads_on_for_small_groups() -> None:
     assert next_fraction(_result(groups, 1 / 64, 0.5)) == 1 / 4  # 16 times, the most a step grows
     # from half of the rows on, everything is read
     assert next_fraction(_result(groups, 1 / 16, 0.5)) == 1.0
+
+
+def test_next_fraction_asks_for_weights_not_rows() -> None:
+    """3,000 sampled rows of 15 dates are 15 observations: the next band asks for about 3
+    times as many weights (45 = 1.5 x 30), not for 2 times the rows it already has."""
+    x = np.random.default_rng(4).normal(100.0, 10.0, 3000)
+    groups = {("a",): {**_sums(x, np.arange(3000) % 15), "max1": 1.0}}
+    result = _result(groups, 1 / 64, 0.5)
+    assert not result.estimates()[("a",)][0].reliable
+    assert next_fraction(result) == 1 / 16  # 3 x 1/64, rounded up to a power of two
 
 
 def test_first_fraction_reads_a_few_thousand_rows() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from typing import Any
@@ -44,7 +45,10 @@ def _sf10_like() -> QbeastSnapshot:
             61_000,
             0,
             1,
-            (Block("", w(0.000546), w(TOP), 23), Block(children[0].to_string(), w(0.03), w(1.0), 977)),
+            (
+                Block("", w(0.000546), w(TOP), 23),
+                Block(children[0].to_string(), w(0.03), w(1.0), 977),
+            ),
             1000,
         ),
     ]
@@ -56,12 +60,30 @@ def _sf10_like() -> QbeastSnapshot:
     return QbeastSnapshot(configuration, tuple(files), 0)
 
 
-def _band_sums(frame: Any, aggregates: Any, group_by: Any) -> list[tuple[tuple[Any, ...], Any]]:
+def _moments(rows: int) -> dict[str, Any]:
+    """The sums of ``rows`` sampled rows, each of its own weight, spread like MEAN, SD."""
+    square = MEAN**2 + SD**2
+    return {
+        "rows": rows,
+        "keys": rows,
+        "r2": rows,
+        "n0": rows,
+        "k0": rows,
+        "s0": rows * MEAN,
+        "t0": rows * MEAN,
+        "ss0": rows * square,
+        "sn0": rows * MEAN,
+        "nn0": rows,
+    }
+
+
+def _band_sums(
+    frame: Any, aggregates: Any, group_by: Any, weight_columns: Any, last: bool
+) -> list[tuple[tuple[Any, ...], Any]]:
     """What Spark would sum over a band of the table above: its expected rows and moments."""
     band: Band = frame
     rows = round((band.to_fraction - band.from_fraction) * TOTAL_ROWS)
-    sums = {"rows": rows, "n0": rows, "nz0": rows, "s0": rows * MEAN, "q0": rows * (MEAN**2 + SD**2)}
-    return [((), sums)]
+    return [((), _moments(rows))]
 
 
 def test_a_one_percent_sum_over_a_table_whose_top_files_hold_enough_rows_reads_one_band(
@@ -128,9 +150,9 @@ def test_a_band_widened_past_a_power_of_two_grows_to_the_next_one_not_to_the_who
     fraction = 0.12507917199402097
     p = inclusion_probability(fraction)
     rows = 1629
-    sums = {"rows": rows, "n0": rows, "nz0": rows, "s0": rows * MEAN, "q0": rows * (MEAN**2 + SD**2)}
+    sums = _moments(rows)
     z = z_value(0.95)
-    half_share = z * math.sqrt((1 - p) * sums["q0"]) / sums["s0"]
+    half_share = z * math.sqrt((1 - p) * sums["ss0"]) / sums["t0"]
 
     def result(relative_error: float) -> ApproxResult:
         return ApproxResult(
@@ -147,3 +169,32 @@ def test_a_band_widened_past_a_power_of_two_grows_to_the_next_one_not_to_the_who
     assert next_fraction(result(0.9 * half_share)) == 0.25
     assert next_fraction(result(0.5 * half_share)) == 1.0  # predicted to need half or more
     assert next_fraction(result(1.01 * half_share)) is None
+
+
+def test_the_first_band_also_opens_the_files_that_may_hold_all_null_rows() -> None:
+    """The files whose statistics allow rows with every indexed column NULL (planned once,
+    from the log) are opened by the first band only: later bands leave those rows out."""
+    snapshot = _sf10_like()
+    child = next(f for f in snapshot.files if f.path.startswith("child-"))
+    null_plans: list[tuple[float | None, float | None]] = []
+
+    def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        return plan_files(snapshot, None, fraction, from_fraction=from_fraction)
+
+    def plan_nulls(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        null_plans.append((fraction, from_fraction))
+        whole = plan_files(snapshot, None, None)
+        return dataclasses.replace(whole, files=(child,))
+
+    planner = BandPlanner(plan, plan_nulls)
+    first = planner.band(0.0, TOP / 4)
+    alone = BandPlanner(plan).band(0.0, TOP / 4)
+    assert set(first.plan.paths) == set(alone.plan.paths) | {child.path}
+    assert first.bytes == alone.bytes + child.size
+    later = planner.band(first.to_fraction, 4 * first.to_fraction)
+    assert (
+        child.path not in later.plan.paths
+        or child.path in BandPlanner(plan).band(first.to_fraction, 4 * first.to_fraction).plan.paths
+    )
+    planner.band(0.0, TOP / 2)
+    assert null_plans == [(None, None)]  # planned once
