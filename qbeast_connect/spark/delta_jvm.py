@@ -75,15 +75,33 @@ def delta_jars(cache: str | os.PathLike[str] | None = None, *, timeout: float = 
         MissingDependencyError: Maven (``mvn``) is not installed, or it could not fetch
             the jars (its output is in the message).
     """
-    target = jars_dir(cache)
+    return maven_jars(POM_PATH, jars_dir(cache), "Delta's jars", timeout=timeout)
+
+
+def maven_jars(pom: Path, target: Path, what: str, *, timeout: float = 900.0) -> list[str]:
+    """The jars ``pom`` names, copied by Maven into ``target`` on first use.
+
+    Args:
+        pom: a pom whose dependencies are the jars (``dependency:copy-dependencies``).
+        target: the folder to keep them in; a complete folder holds the file ``.complete``.
+        what: the jars' name in error messages.
+        timeout: seconds the Maven run may take.
+
+    Returns:
+        The absolute paths of the jars, sorted.
+
+    Raises:
+        MissingDependencyError: Maven (``mvn``) is not installed, or it could not fetch
+            the jars (its output is in the message).
+    """
     if (target / _DONE).is_file():
         return _listed(target)
     mvn = shutil.which("mvn")
     if mvn is None:
         raise MissingDependencyError(
-            "Delta's JVM jars are fetched with Maven and 'mvn' is not on PATH: install it "
+            f"{what} are fetched with Maven and 'mvn' is not on PATH: install it "
             "(Debian/Ubuntu: 'apt-get install maven'), or put the jars named in "
-            f"{POM_PATH} into {target} and create the file {target / _DONE}"
+            f"{pom} into {target} and create the file {target / _DONE}"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     # fetched into a fresh folder and renamed into place: a fetch cut short, or two
@@ -95,7 +113,7 @@ def delta_jars(cache: str | os.PathLike[str] | None = None, *, timeout: float = 
             "--batch-mode",
             "--quiet",
             "--file",
-            str(POM_PATH),
+            str(pom),
             "dependency:copy-dependencies",
             f"-DoutputDirectory={staging}",
         ]
@@ -105,16 +123,16 @@ def delta_jars(cache: str | os.PathLike[str] | None = None, *, timeout: float = 
             )
         except subprocess.TimeoutExpired as exc:
             raise MissingDependencyError(
-                f"Maven did not fetch Delta's jars within {timeout:.0f} s; run "
+                f"Maven did not fetch {what} within {timeout:.0f} s; run "
                 f"'{' '.join(command)}' to see why"
             ) from exc
         if done.returncode != 0 or not list(staging.glob("*.jar")):
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
             raise MissingDependencyError(
-                f"Maven could not fetch Delta's jars (exit code {done.returncode}); check that "
+                f"Maven could not fetch {what} (exit code {done.returncode}); check that "
                 f"this machine reaches a Maven repository. Maven said:\n{tail}"
             )
-        (staging / _DONE).write_text(delta_version() + "\n")
+        (staging / _DONE).write_text(f"{pom.name}\n")
         try:
             staging.rename(target)
         except OSError:
