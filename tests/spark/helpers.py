@@ -46,9 +46,19 @@ def row_digest(table: pa.Table, columns: list[str] | None = None) -> tuple[int, 
     """(row count, order-independent digest of the rows) of an Arrow table."""
     cols = columns or table.column_names
     rows = table.select(cols).to_pylist()
-    digests = sorted(
-        hashlib.sha256(repr(tuple(_norm(r[c]) for c in cols)).encode()).hexdigest() for r in rows
-    )
+    return rows_digest([tuple(r[c] for c in cols) for r in rows])
+
+
+def row_key(values: tuple[Any, ...]) -> str:
+    """The text a row is digested as: its values normalised (datetimes as naive UTC ISO
+    text, NaN as ``"NaN"``), in column order."""
+    return repr(tuple(_norm(v) for v in values))
+
+
+def rows_digest(rows: list[tuple[Any, ...]]) -> tuple[int, str]:
+    """:func:`row_digest` of rows given as Python value tuples (as Arrow's ``to_pylist``
+    gives them): the same digest for the same rows."""
+    digests = sorted(hashlib.sha256(row_key(r).encode()).hexdigest() for r in rows)
     return len(rows), hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
