@@ -159,13 +159,20 @@ def main() -> None:
     sys.stdout = sys.stderr
     spark = None
     try:
+        # the session starts before the first command: its JVM boots while the caller
+        # prepares its own work
+        try:
+            spark = _session(sys.argv[1])
+        except Exception as exc:
+            traceback.print_exc()
+            failed = f"the session did not start: {type(exc).__name__}: {exc}"
         for line in sys.stdin:
             if not line.strip():
                 continue
             try:
                 cmd = json.loads(line)
                 if spark is None:
-                    spark = _session(sys.argv[1])
+                    raise RuntimeError(failed)
                 answer = {"result": _run(spark, cmd)}
             except Exception as exc:  # reported to the caller, the driver goes on
                 traceback.print_exc()

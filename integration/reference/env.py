@@ -175,6 +175,8 @@ class ReferenceEngine:
     """A long-lived ``driver.py`` on Spark 3.5 + Delta 3.1: one JVM for many commands."""
 
     def __init__(self, *, start_timeout: float = 240.0) -> None:
+        """Start the driver; its JVM boots while the caller goes on (the first command,
+        or :attr:`info`, waits for it)."""
         python = venv_python()
         jars = reference_jars()
         self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
@@ -194,7 +196,15 @@ class ReferenceEngine:
             env=env,
         )
         self._buffer = b""
-        self.info = self.call({"op": "ping"}, timeout=start_timeout)
+        self._start_timeout = start_timeout
+        self._info: dict[str, Any] | None = None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Versions of the running engine: Spark, Delta, Java, Scala, and its time zone."""
+        if self._info is None:
+            self._info = self.call({"op": "ping"}, timeout=self._start_timeout)
+        return self._info
 
     def _log_tail(self) -> str:
         self.log.flush()
@@ -204,6 +214,8 @@ class ReferenceEngine:
     def call(self, command: dict[str, Any], *, timeout: float = 180.0) -> Any:
         """Send one command; return its ``result`` (raises :class:`ReferenceError`)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        if self._info is None and command["op"] != "ping":
+            self.info  # noqa: B018 - the JVM's start has a deadline of its own
         try:
             self.proc.stdin.write(json.dumps(encode_command(command)).encode() + b"\n")
             self.proc.stdin.flush()
