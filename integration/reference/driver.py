@@ -85,7 +85,6 @@ def _session(jars: str) -> Any:
         .config("spark.default.parallelism", "1")
         .config("spark.databricks.delta.snapshotPartitions", "1")
         .config("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-        .config("spark.sql.warehouse.dir", os.path.join(os.getcwd(), "spark-warehouse"))
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -194,6 +194,7 @@ class ReferenceEngine:
             stdout=subprocess.PIPE,
             stderr=self.log,
             env=env,
+            cwd=reference_dir(),  # whatever Spark leaves in its working folder stays there
         )
         self._buffer = b""
         self._start_timeout = start_timeout
