@@ -12,7 +12,7 @@ through Maven) and driven by one long-lived ``integration/reference/driver.py`` 
   exactly ours.
 * (b) Delta 3.1's writes on a qbeast table (append, DELETE, UPDATE, MERGE, OPTIMIZE, its
   checkpoints) read by qbeast-connect exactly as Delta 3.1 reads them; then our append and
-  ``optimize(0)``, read by Delta 3.1 again at every version.
+  ``optimize(0)``, each read by Delta 3.1 as we read it; then Delta 3.1's VACUUM.
 * (c) Spark 3.5's ``hash`` (qbeast's row weight) and Scala 2.12's ``bytesHash`` of the JVM's
   text (the ``hashing`` coordinate) equal ours for every type, edge values included.
 
@@ -302,6 +302,11 @@ def test_we_read_reference_writes_and_it_reads_ours_after(
     assert [v for v, _ in history] == list(range(latest + 1))
     operations = [op for _, op in history]
     assert operations[1:7] == ["WRITE", "DELETE", "UPDATE", "MERGE", "WRITE", "OPTIMIZE"]
+    # Delta 3.1's VACUUM deletes the files our optimize replaced: what is left is the
+    # latest version's files, which both read alike
+    ref.call({"op": "sql", "sql": f"VACUUM {table} RETAIN 0 HOURS"})
+    assert {p.name for p in Path(path).glob("*.parquet")} == {Path(a).name for a in live_adds(path)}
+    check()
 
 
 # --------------------------------------------------------------------------------------
