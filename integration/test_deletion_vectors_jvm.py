@@ -27,15 +27,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def dspark() -> Iterator[Any]:
     """A session of the embedded server that runs Delta's engine."""
-    session = qc.session(
-        delta=True,
-        call_timeout=90,
-        **{
-            "spark.sql.shuffle.partitions": "4",
-            # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two cores
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
-    )
+    conf: dict[str, Any] = {
+        "spark.sql.shuffle.partitions": "4",
+        # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two cores
+        "spark.databricks.delta.snapshotPartitions": "2",
+    }
+    session = qc.session(delta=True, call_timeout=90, **conf)
     yield session
     qc.stop(delta=True)
 
