@@ -38,3 +38,24 @@ def remote_spark(remote_url: str) -> Iterator[Any]:
     # stop the session while its server still runs: a client talking to a stopped server
     # retries for minutes
     qc.stop(remote=remote_url)
+
+
+@pytest.fixture(scope="session")
+def delta_spark() -> Iterator[Any]:
+    """A session of the one embedded server that runs Delta's engine next to the plugin
+    (``qc.session(delta=True)``), shared by the tests against Delta's JVM."""
+    import qbeast_connect as qc
+
+    session = qc.session(
+        delta=True,
+        call_timeout=90,
+        **{
+            "spark.sql.shuffle.partitions": "4",
+            # the tests' VACUUM RETAIN 0 HOURS: Delta refuses it by default
+            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+            # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two cores
+            "spark.databricks.delta.snapshotPartitions": "2",
+        },
+    )
+    yield session
+    qc.stop(delta=True)

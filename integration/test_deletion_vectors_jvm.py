@@ -10,31 +10,22 @@ under both settings of ``spark.databricks.delta.deletionVectors.useMetadataRowIn
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
-import qbeast_connect as qc
 from server_plugin.delta.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from server_plugin.delta.storage import LocalStorage
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture(scope="module")
-def dspark() -> Iterator[Any]:
-    """A session of the embedded server that runs Delta's engine."""
-    conf: dict[str, Any] = {
-        "spark.sql.shuffle.partitions": "4",
-        # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two cores
-        "spark.databricks.delta.snapshotPartitions": "2",
-    }
-    session = qc.session(delta=True, call_timeout=90, **conf)
-    yield session
-    qc.stop(delta=True)
+@pytest.fixture
+def dspark(delta_spark: Any) -> Any:
+    """The shared session of the server that runs Delta's engine (integration/conftest.py)."""
+    return delta_spark
 
 
 def _live_adds(table: Path) -> list[dict[str, Any]]:
@@ -86,11 +77,12 @@ def _check_vectors(dspark: Any, table: Path) -> tuple[int, int]:
 
 @pytest.mark.parametrize("use_metadata_row_index", ["true", "false"])
 def test_decoded_vectors_are_the_rows_delta_hides(
-    dspark: Any, tmp_path: Path, use_metadata_row_index: str
+    dspark: Any, tmp_path: Path, use_metadata_row_index: str, request: pytest.FixtureRequest
 ) -> None:
-    dspark.conf.set(
-        "spark.databricks.delta.deletionVectors.useMetadataRowIndex", use_metadata_row_index
-    )
+    setting = "spark.databricks.delta.deletionVectors.useMetadataRowIndex"
+    dspark.conf.set(setting, use_metadata_row_index)
+    # the session is shared with the other tests against Delta's JVM
+    request.addfinalizer(lambda: dspark.conf.unset(setting))
     table = tmp_path / "dv"
     dspark.sql(
         f"CREATE TABLE delta.`{table}` (id BIGINT, k STRING) USING delta "

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +33,10 @@ from tests.spark.helpers import deltalake_table, live_adds, row_digest, spark_di
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture(scope="module")
-def dspark() -> Iterator[Any]:
-    """A session of the embedded server that runs Delta's engine."""
-    session = qc.session(
-        delta=True,
-        call_timeout=90,
-        **{
-            "spark.sql.shuffle.partitions": "4",
-            # the test's VACUUM RETAIN 0 HOURS: Delta refuses it by default
-            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
-            # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two cores
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
-    )
-    yield session
-    qc.stop(delta=True)
+@pytest.fixture
+def dspark(delta_spark: Any) -> Any:
+    """The shared session of the server that runs Delta's engine (integration/conftest.py)."""
+    return delta_spark
 
 
 def _events(spark: Any, start: int, end: int, salt: int = 0) -> Any:
