@@ -1,0 +1,94 @@
+"""Tables whose names, paths and values users really have: written, then read back exactly
+(issue 36).
+
+* qbeast's internal columns live in the ``_qbeast`` namespace, which no written column may
+  use in any case: a user column of such a name is refused before anything is written
+  (before, ``_qbeastGroup`` was silently nulled by time-partitioned writes and optimize).
+* table paths holding glob characters read back (Spark would expand them as globs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import qbeast_connect as qc
+from qbeast_connect.exceptions import InvalidOptionError
+from tests.spark.helpers import deltalake_table, row_digest, spark_digest
+
+START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+
+def _events(spark: Any, rows: int, extra: str) -> Any:
+    """``rows`` events over three days, with an extra long column named ``extra``."""
+    from pyspark.sql import functions as F
+
+    return spark.range(rows).select(
+        F.col("id"),
+        (F.col("id") * 7 % 1000).alias("x"),
+        (F.lit(START) + F.make_interval(secs=F.col("id") * 120)).alias("ts"),
+        (F.col("id") * 3).alias(extra),
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "options"),
+    [
+        ("_qbeastGroup", {"partitionBy": "ts:daily"}),  # was nulled by the grouping column
+        ("_qbeastGroup", {}),  # ... and by optimize() of a plain table
+        ("_QBEASTWEIGHT", {}),  # Spark names are case-insensitive
+        ("_qbeastPart", {}),
+        ("_qbeastSpillCube", {}),
+    ],
+)
+def test_a_column_in_the_internal_namespace_is_refused_before_writing(
+    spark: Any, tmp_path: Path, column: str, options: dict[str, str]
+) -> None:
+    path = str(tmp_path / "t")
+    df = _events(spark, 2_000, column)
+    with pytest.raises(InvalidOptionError, match=rf"\['{column}'\].*'_qbeast'.*withColumnRenamed"):
+        qc.write(df, path, columnsToIndex="x", cubeSize=200, **options)
+    assert not (tmp_path / "t").exists()
+    # any Spark client's format("qbeast") write: Spark's error carries our coded message
+    with pytest.raises(Exception, match=rf"QBEAST_INVALID_OPTION\] columns \['{column}'\]"):
+        df.write.format("qbeast").mode("overwrite").option("columnsToIndex", "x").save(path)
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_parquet_directory_with_an_internal_column_name_is_not_converted(
+    spark: Any, tmp_path: Path
+) -> None:
+    source = str(tmp_path / "p")
+    _events(spark, 100, "_qbeastGroup").drop("ts").write.parquet(source)
+    with pytest.raises(InvalidOptionError, match="_qbeastGroup"):
+        qc.convertToQbeast(spark, source, columnsToIndex="x", cubeSize=100)
+    assert not (tmp_path / "p" / "_delta_log").exists()
+
+
+def test_a_column_named_like_the_partition_column_in_another_case_is_refused(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    df = _events(spark, 100, "TS_PARTITION")
+    with pytest.raises(InvalidOptionError, match="'TS_PARTITION'"):
+        qc.write(df, path, columnsToIndex="x", cubeSize=100, partitionBy="ts:daily")
+    assert not (tmp_path / "t").exists()
+
+
+def test_user_columns_survive_time_partitions_and_optimize(spark: Any, tmp_path: Path) -> None:
+    """The columns qbeast adds while writing (weight, file group, partition) never touch a
+    user column: every value reads back, in our reader and in delta-rs."""
+    df = _events(spark, 2_000, "qbeastGroup")
+    expected = spark_digest(df)
+    for name, options in (("tp", {"partitionBy": "ts:daily"}), ("plain", {})):
+        path = str(tmp_path / name)
+        qc.write(df, path, columnsToIndex="x", cubeSize=200, **options)
+        table = qc.QbeastTable.forPath(spark, path)
+        table.optimize()
+        table = qc.QbeastTable.forPath(spark, path)
+        columns = df.columns
+        assert spark_digest(table.toDF(), columns) == expected
+        assert row_digest(deltalake_table(path), columns) == expected
