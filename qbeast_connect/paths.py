@@ -41,6 +41,7 @@ __all__ = [
     "is_relative",
     "qualify",
     "resolve_table_file",
+    "spark_literal_path",
 ]
 
 #: The directory that makes a directory a Delta table.
@@ -198,6 +199,25 @@ def check_output_file(path: str) -> str:
             "or add to the table's files; write it outside the table directory"
         )
     return target
+
+
+#: The characters Hadoop's glob syntax gives a meaning (``FileSystem.globStatus``), which
+#: Spark applies to every path a file read is given.
+_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
+
+
+def spark_literal_path(path: str) -> str:
+    """``path`` escaped so that Spark's file readers read exactly it, never a glob.
+
+    Spark expands every path handed to a file read (``spark.read.parquet(p)``,
+    ``spark.read.text(p)``) with Hadoop's ``globStatus`` when it holds one of
+    ``\\ { } [ ] * ?``: a table in ``t brack[1]`` would match nothing, and a ``?`` lists
+    the parent directory, whose other entries may not even parse as paths. A backslash
+    before each of them is Hadoop's glob escape: the path then globs to itself alone. Paths
+    without those characters are returned unchanged. Every path the client hands Spark to
+    read files goes through this function.
+    """
+    return _GLOB_CHARACTERS.sub(r"\\\1", path)
 
 
 def resolve_table_file(table_path: str, log_path: str) -> str:

@@ -281,3 +281,14 @@ def test_leftovers_of_a_failed_first_write_do_not_block_a_retry(tmp_path: Path) 
         with pytest.raises(InvalidOptionError, match="not empty"):
             check_new_table_location(storage_for(str(root)))
         (root / other).unlink()
+
+
+def test_spark_literal_path_escapes_exactly_the_hadoop_glob_characters() -> None:
+    from qbeast_connect.paths import spark_literal_path
+
+    assert spark_literal_path("/d/t brack[1]/a{b,c}\\x*?.parquet") == (
+        "/d/t brack\\[1\\]/a\\{b,c\\}\\\\x\\*\\?.parquet"
+    )
+    # characters a glob does not use are left alone: the path is unchanged
+    for plain in ("/d/t %zz:#;=ü x/f.parquet", "s3a://bucket/k ey/f.parquet"):
+        assert spark_literal_path(plain) == plain
