@@ -158,3 +158,17 @@ def test_a_question_mark_path_reads_back_beside_a_sibling_with_a_colon(
     assert spark_digest(qc.QbeastTable.forPath(spark, path).filter("x < 300"), df.columns) == (
         spark_digest(df.where("x < 300"))
     )
+
+
+def test_a_path_spark_cannot_glob_is_refused_before_writing(spark: Any, tmp_path: Path) -> None:
+    """A glob character makes Spark glob the path even escaped, and Hadoop's globber fails
+    on any segment with a ':' (before: the write succeeded, every read failed with
+    URISyntaxException). Refused, naming the segment; nothing is created."""
+    from qbeast_connect.exceptions import UnsupportedInputError
+
+    df = _events(spark, 100, "y")
+    for name in ("a:b/t[1]", "t[:1]"):
+        path = str(tmp_path / name)
+        with pytest.raises(UnsupportedInputError, match="cannot open files under such a path"):
+            qc.write(df, path, columnsToIndex="x", cubeSize=100)
+        assert not Path(path).exists()
