@@ -205,6 +205,33 @@ def test_installed_plugin_of_another_version_is_refused(stock_server: str, tmp_p
         spark.stop()
 
 
+def test_a_refused_client_joining_a_session_leaves_its_owner_alone(
+    stock_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: a client of another version that joins a live session (``;session_id=``)
+    is refused, and the refusal must neither call the other client's shipped plugin
+    "installed" nor close the session under its owner (whose calls all failed after it
+    with INVALID_HANDLE.SESSION_CLOSED)."""
+    import qbeast_connect as qc
+    import server_plugin.datasource as datasource
+    from qbeast_connect.exceptions import PluginVersionMismatchError
+
+    owner = qc.session(stock_server)
+    table = str(tmp_path / "t")
+    qc.write(owner.range(500), table, columnsToIndex="id", cubeSize=100)
+    owner_version = datasource.PLUGIN_VERSION
+    monkeypatch.setattr(datasource, "PLUGIN_VERSION", "0.0.0+other")
+    with pytest.raises(PluginVersionMismatchError) as raised:
+        qc.session(f"{stock_server}/;session_id={owner.session_id}")
+    monkeypatch.undo()
+    text = str(raised.value)
+    assert f"qbeast-connect {owner_version}, shipped to it by another client" in text
+    assert "installed (" not in text
+    # the owner's session is intact: its plugin, its data sources, its reads
+    assert qc.QbeastTable.forPath(owner, table).toDF().count() == 500
+    assert owner.read.format("qbeast").load(table).where("id < 10").count() == 10
+
+
 def test_stock_python_needs_boto3_for_s3_and_nothing_else(
     stock_python: str, tmp_path: Path
 ) -> None:

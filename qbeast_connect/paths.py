@@ -31,16 +31,18 @@ import posixpath
 import re
 from urllib.parse import unquote, urlsplit
 
-from qbeast_connect.exceptions import InvalidOptionError, UnsafePathError
+from qbeast_connect.exceptions import InvalidOptionError, UnsafePathError, UnsupportedInputError
 
 __all__ = [
     "DELTA_LOG",
     "check_output_file",
+    "check_spark_readable",
     "enclosing_table",
     "is_local",
     "is_relative",
     "qualify",
     "resolve_table_file",
+    "spark_literal_path",
 ]
 
 #: The directory that makes a directory a Delta table.
@@ -198,6 +200,50 @@ def check_output_file(path: str) -> str:
             "or add to the table's files; write it outside the table directory"
         )
     return target
+
+
+#: The characters Hadoop's glob syntax gives a meaning (``FileSystem.globStatus``), which
+#: Spark applies to every path a file read is given.
+_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
+
+
+def spark_literal_path(path: str) -> str:
+    """``path`` escaped so that Spark's file readers read exactly it, never a glob.
+
+    Spark expands every path handed to a file read (``spark.read.parquet(p)``,
+    ``spark.read.text(p)``) with Hadoop's ``globStatus`` when it holds one of
+    ``\\ { } [ ] * ?``: a table in ``t brack[1]`` would match nothing, and a ``?`` lists
+    the parent directory, whose other entries may not even parse as paths. A backslash
+    before each of them is Hadoop's glob escape: the path then globs to itself alone. Paths
+    without those characters are returned unchanged. Every path the client hands Spark to
+    read files goes through this function.
+    """
+    return _GLOB_CHARACTERS.sub(r"\\\1", path)
+
+
+def check_spark_readable(location: str) -> None:
+    """Refuse a table location whose files Spark's file readers cannot open at all.
+
+    A path holding a glob character is globbed even when escaped (see
+    :func:`spark_literal_path`), and Hadoop's globber turns every segment of it into a
+    ``Path`` of its own, which fails for a segment with a ``:`` (``a:b`` reads as a URI
+    scheme). Such a location is refused before a table is created there.
+
+    Raises:
+        UnsupportedInputError: the location has a glob character and a segment with ``:``.
+    """
+    if spark_literal_path(location) == location:
+        return
+    _scheme_part, sep, rest = location.partition("://")
+    body = rest.partition("/")[2] if sep else location  # the key of an object-store URI
+    colons = [segment for segment in body.split("/") if ":" in segment]
+    if colons:
+        raise UnsupportedInputError(
+            f"the table location {location!r} holds one of the characters [ ] {{ }} \\ * ? "
+            f"and a ':' in {colons[0]!r}: Spark's file reader (Hadoop's glob of the path) "
+            "cannot open files under such a path. Choose a location without ':' or without "
+            "those characters"
+        )
 
 
 def resolve_table_file(table_path: str, log_path: str) -> str:

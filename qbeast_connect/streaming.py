@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError, PluginUnavailableError
 from qbeast_connect.options import WriteOptions, parse_write_options
+from qbeast_connect.paths import spark_literal_path
 from qbeast_connect.spark.auto_compact import compact_after_append
 from qbeast_connect.spark.write import run_write
 from qbeast_connect.write_plan import WriteResult
@@ -53,7 +54,7 @@ def query_id_of_checkpoint(spark: SparkSession, checkpoint_location: str) -> str
     """
     metadata = checkpoint_location.rstrip("/") + "/metadata"
     try:
-        lines = [row[0] for row in spark.read.text(metadata).collect()]
+        lines = [row[0] for row in spark.read.text(spark_literal_path(metadata)).collect()]
     except Exception as error:
         raise InvalidOptionError(
             f"no streaming checkpoint at {checkpoint_location!r} ({metadata} cannot be read: "

@@ -500,6 +500,7 @@ class QbeastTable:
         from qbeast_connect.approx.planner import Band, BandPlanner
         from qbeast_connect.approx.run import run_approx
 
+        self._check_approx_input(aggregates, where, groupBy)
         columns = self._sample_columns()
         reader = self._reader()
 
@@ -529,6 +530,41 @@ class QbeastTable:
             indexed_columns=columns,
             total_bytes=sum(f.size for f in self._qbeast.files),
         )
+
+    def _check_approx_input(
+        self,
+        aggregates: str | Sequence[str],
+        where: Column | str | None,
+        group_by: str | Sequence[str] | None,
+    ) -> None:
+        """Refuse, before any query is built, ``approx`` arguments naming columns the table
+        lacks, measures of types it cannot estimate, or a ``where`` text Spark cannot apply
+        to the table (:mod:`qbeast_connect.approx.inputs`)."""
+        from pyspark.errors import AnalysisException
+
+        from qbeast_connect.approx.aggregates import parse_aggregates
+        from qbeast_connect.approx.inputs import check_approx_columns
+        from qbeast_connect.rules.schema import column_types
+
+        groups = (group_by,) if isinstance(group_by, str) else tuple(group_by or ())
+        if all(isinstance(g, str) for g in groups):  # else run_approx names the mistake
+            check_approx_columns(
+                parse_aggregates(aggregates, groups),
+                groups,
+                column_types(str(self.schema.json())),
+                self._path,
+            )
+        if isinstance(where, str):
+            # analysed over no rows with the table's schema: one round trip, no file read
+            empty = self._spark.createDataFrame([], self.schema)
+            try:
+                empty.where(where).schema  # noqa: B018 - analysis resolves the columns
+            except AnalysisException as exc:
+                said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise InvalidOptionError(
+                    f"approx() where={where!r} cannot be applied to the table at "
+                    f"{self._path} (columns: {', '.join(self.schema.names)}): {said}"
+                ) from None
 
     def explainScan(  # noqa: N802
         self,

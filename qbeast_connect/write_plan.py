@@ -21,10 +21,20 @@ from qbeast_connect.plan_codec import plan_to_json, reading_plan
 from qbeast_connect.rules.auto_compact import AutoCompaction
 from qbeast_connect.rules.time_partitioning import TimePartitioning
 
+#: The namespace of every column qbeast adds to rows for its own bookkeeping (the weight,
+#: the file group, the estimation's columns, the writer's spill fields, ...): each such name
+#: starts with this prefix, and no column of a written table may start with it in any case
+#: (Spark resolves names case-insensitively), so adding or dropping one of ours can never
+#: touch a user's column. :func:`is_internal_name` tells them apart.
+INTERNAL_PREFIX = "_qbeast"
 #: Name of the helper column carrying the row weight (Spark ``hash`` of the indexed columns).
-WEIGHT_COLUMN = "_qbeastWeight"
-#: Column names a DataFrame written to a qbeast table may not use.
-RESERVED_COLUMNS = frozenset({WEIGHT_COLUMN, "_qbeastCube", "_qbeastFileUUID"})
+WEIGHT_COLUMN = f"{INTERNAL_PREFIX}Weight"
+
+
+def is_internal_name(name: str) -> bool:
+    """Whether ``name`` lies in qbeast's internal column namespace (:data:`INTERNAL_PREFIX`,
+    compared case-insensitively as Spark compares column names)."""
+    return name.lower().startswith(INTERNAL_PREFIX.lower())
 
 
 @dataclass(frozen=True)

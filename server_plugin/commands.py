@@ -24,6 +24,7 @@ from qbeast_connect.exceptions import (
 )
 from qbeast_connect.model.column_spec import parse_columns_to_index
 from qbeast_connect.model.revision import staging_revision
+from qbeast_connect.rules.columns import check_column_names
 from server_plugin.delta.actions import FrozenMap
 from server_plugin.delta.committer import add_file_for, commit, create_table_actions
 from server_plugin.delta.conflicts import TransactionReadSet
@@ -187,6 +188,8 @@ def _read_parquet(storage: Storage, name: str, path: str) -> pa.Table:
 
 
 def _check_columns(columns: list[str], schema_string: str, path: str) -> None:
+    # a converted table is written to by optimize and appends: the same names as a write
+    check_column_names([f["name"] for f in json.loads(schema_string)["fields"]], path)
     names = {f["name"].lower() for f in json.loads(schema_string)["fields"]}
     missing = [c for c in columns if c.lower() not in names]
     if missing:

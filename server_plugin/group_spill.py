@@ -23,12 +23,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from qbeast_connect.write_plan import INTERNAL_PREFIX
+
 __all__ = ["CUBE_FIELD", "KEY_FIELD", "WEIGHT_FIELD", "GroupSpill"]
 
 #: Helper columns a spilled row carries (dropped before its file is written).
-CUBE_FIELD = "_qbeastSpillCube"
-WEIGHT_FIELD = "_qbeastSpillWeight"
-KEY_FIELD = "_qbeastSpillKey"
+CUBE_FIELD = f"{INTERNAL_PREFIX}SpillCube"
+WEIGHT_FIELD = f"{INTERNAL_PREFIX}SpillWeight"
+KEY_FIELD = f"{INTERNAL_PREFIX}SpillKey"
 #: Compression of the spill files: lz4 costs little CPU and halves the local disk used.
 SPILL_COMPRESSION = "lz4"
 

@@ -19,7 +19,7 @@ import os
 import re
 
 from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError, StorageError
-from qbeast_connect.paths import enclosing_table, is_relative, qualify
+from qbeast_connect.paths import check_spark_readable, enclosing_table, is_relative, qualify
 from server_plugin.delta.process_tree import jvm_ancestor
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 
@@ -85,9 +85,12 @@ def check_new_table_location(storage: Storage, *, existing_files: bool = False) 
     Raises:
         InvalidOptionError: The location is a file, is not empty, or lies inside the
             directory of another table.
+        UnsupportedInputError: Spark could not read files there
+            (:func:`qbeast_connect.paths.check_spark_readable`).
         CommitConflictError: A table appeared there since the write was planned.
     """
     where = storage.root_uri
+    check_spark_readable(storage.root if isinstance(storage, LocalStorage) else where)
     if isinstance(storage, LocalStorage):
         root = storage.root
         if os.path.lexists(root) and not os.path.isdir(root):

@@ -13,7 +13,7 @@ from qbeast_connect.exceptions import InvalidOptionError, UnsupportedInputError
 from qbeast_connect.model.column_spec import ColumnSpec, qdatatype_for_spark_type
 from qbeast_connect.model.revision import Revision, parse_column_stats
 from qbeast_connect.model.transformation import ColumnStats, QDataType
-from qbeast_connect.write_plan import RESERVED_COLUMNS
+from qbeast_connect.write_plan import INTERNAL_PREFIX, is_internal_name
 
 __all__ = [
     "check_column_names",
@@ -28,14 +28,20 @@ def check_column_names(names: Sequence[str], path: str) -> None:
     """Refuse column names a qbeast table at ``path`` cannot hold.
 
     Raises:
-        InvalidOptionError: a column uses a name qbeast reserves for index bookkeeping.
+        InvalidOptionError: a column's name starts with :data:`INTERNAL_PREFIX` (in any
+            case), the namespace of the columns qbeast adds for its own bookkeeping.
         UnsupportedInputError: two top-level columns differ only in case (Delta column
             names are case-insensitive: readers could not tell them apart).
     """
-    reserved = sorted(RESERVED_COLUMNS & set(names))
+    reserved = [name for name in names if is_internal_name(name)]
     if reserved:
+        example = reserved[0]
+        renamed = example[len(INTERNAL_PREFIX) :].lstrip("_") or "value"
         raise InvalidOptionError(
-            f"columns {reserved} are reserved by qbeast for index bookkeeping; rename them"
+            f"columns {reserved} are reserved by qbeast for index bookkeeping: names "
+            f"starting with {INTERNAL_PREFIX!r} (in any case) are those of the columns qbeast "
+            f"adds while it writes, so the table at {path} cannot hold them; rename them "
+            f"before writing, e.g. df.withColumnRenamed({example!r}, {renamed!r})"
         )
     seen: dict[str, str] = {}
     for name in names:

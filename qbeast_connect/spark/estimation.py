@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.spark.errors import translate_errors
-from qbeast_connect.write_plan import WEIGHT_COLUMN
+from qbeast_connect.write_plan import INTERNAL_PREFIX, WEIGHT_COLUMN
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["PARTITION_COLUMN", "SAMPLE_SEED", "estimation_rows"]
 
 #: The name the partition column travels under to ``tasks.estimate_partition_domains``.
-PARTITION_COLUMN = "_qbeastPart"
+PARTITION_COLUMN = f"{INTERNAL_PREFIX}Part"
 
 #: The seed of the estimation sample, fixed so that a write's estimate is repeatable.
 SAMPLE_SEED = 17
@@ -58,7 +58,7 @@ def estimation_rows(
     # backtick in a column name would be read as a path
     columns: list[Any] = [
         F.hash(*[F.col(quote_identifier(n)) for n in names]).alias(WEIGHT_COLUMN),
-        *[F.col(quote_identifier(n)).alias(f"_qbeastC{i}") for i, n in enumerate(names)],
+        *[F.col(quote_identifier(n)).alias(f"{INTERNAL_PREFIX}C{i}") for i, n in enumerate(names)],
     ]
     if partition_column is not None:
         columns.append(F.col(quote_identifier(partition_column)).alias(PARTITION_COLUMN))

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from qbeast_connect.paths import resolve_table_file
+from qbeast_connect.paths import resolve_table_file, spark_literal_path
 from qbeast_connect.rules.partition_values import HIVE_DEFAULT_PARTITION
 from qbeast_connect.spark.storage_options import with_storage_options
 
@@ -177,10 +177,10 @@ def read_table_files(
         check_paths_on_driver(spark, root, len(located))
         values = [dict(v) for _path, _size, v in files]
         if not any(values):
-            return spark.read.schema(schema).parquet(*located)
+            return _spark_parquet(spark, schema, located)
         if _directories_spell_values(schema, root, located, values):
             # one scan: Spark reads the same values from the directory names
-            return spark.read.schema(schema).option("basePath", root).parquet(*located)
+            return _spark_parquet(spark, schema, located, base_path=root)
         return _read_partitioned(spark, schema, located, values)
     # an object store the server's Spark cannot open: the plugin reads
     prefix = len(root.rstrip("/")) + 1
@@ -189,6 +189,19 @@ def read_table_files(
         for path, (_log_path, size, values) in zip(located, files, strict=True)
     ]
     return read_files(spark, root.rstrip("/"), schema, entries)
+
+
+def _spark_parquet(
+    spark: SparkSession, schema: StructType, paths: Sequence[str], base_path: str | None = None
+) -> DataFrame:
+    """Spark's parquet read of exactly the files ``paths``: the one place table files are
+    handed to Spark, each escaped by :func:`~qbeast_connect.paths.spark_literal_path` so
+    that no path is expanded as a glob. ``base_path`` (Spark's partition discovery root)
+    is not globbed by Spark and is passed as it is."""
+    reader = spark.read.schema(schema)
+    if base_path is not None:
+        reader = reader.option("basePath", base_path)
+    return reader.parquet(*[spark_literal_path(p) for p in paths])
 
 
 def answer_input_files(df: DataFrame, files: Sequence[str]) -> None:
@@ -303,7 +316,7 @@ def _read_partitioned(
             f.name: F.expr(partition_value_sql(text, f.dataType.jsonValue(), f.name))
             for f, text in zip(columns, texts, strict=True)
         }
-        frame = spark.read.schema(data).parquet(*paths)
+        frame = _spark_parquet(spark, data, paths)
         frames.append(
             frame.select(
                 *[

@@ -33,6 +33,7 @@ from qbeast_connect.exceptions import (
     PluginVersionMismatchError,
     ServerUnavailableError,
 )
+from qbeast_connect.spark.bundle import BUNDLE_PREFIX
 from qbeast_connect.spark.server import PLAN_CACHE_CONF
 
 if TYPE_CHECKING:
@@ -144,6 +145,18 @@ def decide(answer: ProbeAnswer, client_version: str) -> str:
     if answer.version is not None:
         if answer.version == client_version:
             return "ready"
+        if BUNDLE_PREFIX in (answer.origin or ""):
+            # nothing is installed on the server: a client joined to this session (a URL
+            # with ;session_id=) shipped its own plugin to it before this one came
+            raise PluginVersionMismatchError(
+                f"this Spark Connect session already runs the qbeast plugin of "
+                f"qbeast-connect {answer.version}, shipped to it by another client of the "
+                f"session ({answer.origin}); this client is qbeast-connect {client_version}, "
+                "and a client and a server plugin of different versions never write a table "
+                "(the server has no qbeast-connect installed). Open a session of your own "
+                "(the URL without ;session_id=), or join this one with "
+                f"qbeast-connect=={answer.version}"
+            )
         raise PluginVersionMismatchError(
             f"the Spark Connect server has qbeast-connect {answer.version} installed "
             f"({answer.origin}) and this client is qbeast-connect {client_version}: a client "

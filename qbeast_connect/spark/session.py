@@ -220,6 +220,11 @@ def _connect(
     # no call has reached the server yet: bound every retry from the first one on
     policy = BoundedRetryPolicy(url, connect_s, call_s)
     spark.client.set_retry_policies([policy])
+    if channel.session_id is not None:
+        # a session this client joined (;session_id= in the URL) belongs to another
+        # client: closing ours (qc.stop(), a refused plugin, a lost server) must only close
+        # the connection, never release the session on the server under its owner
+        spark.release_session_on_close = False
     # The client cleans up on the server when the process exits (an exit hook registered
     # when it was created). Hooks run newest first, so this one runs before it: clean-up
     # calls then get one attempt each, and a server that died meanwhile cannot hold the

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision
+from qbeast_connect.write_plan import INTERNAL_PREFIX
 
 #: Output schema of :func:`estimate_domains`.
 DOMAIN_SCHEMA = "cube string, domain double"
@@ -129,7 +130,7 @@ def estimate_partition_domains(
 
 
 #: Name of the helper column carrying a row's file group in consolidating writes.
-GROUP_COLUMN = "_qbeastGroup"
+GROUP_COLUMN = f"{INTERNAL_PREFIX}Group"
 
 
 @functools.lru_cache(maxsize=4)

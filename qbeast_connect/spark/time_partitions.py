@@ -113,9 +113,11 @@ def prepare(
     partitioning = settle(state, mode, options, names)
     if partitioning is None:
         return df, schema, None
-    if partitioning.column in names and not state.exists:
+    # Spark matches names case-insensitively: withColumn below would replace any of them
+    clash = [n for n in names if n.lower() == partitioning.column.lower()]
+    if clash and (not state.exists or clash != [partitioning.column]):
         raise InvalidOptionError(
-            f"the data has a column {partitioning.column!r}, the name of the partition "
+            f"the data has a column {clash[0]!r}, the name of the partition "
             f"column partitionBy={partitioning.text!r} adds; rename or drop it"
         )
     if partitioning.time_column not in names:

@@ -182,7 +182,9 @@ def group_by_file(
         warnings.simplefilter("ignore", UserWarning)
         group = arrow_udf(functools.partial(body, params), "int", ArrowUDFType.SCALAR)
     return (
-        df.withColumn(GROUP_COLUMN, group(*columns))
+        # added with select, never withColumn (which replaces a column of the same name);
+        # GROUP_COLUMN is in the internal namespace no written column may use
+        df.select("*", group(*columns).alias(GROUP_COLUMN))
         .repartition(count, F.col(GROUP_COLUMN))
         .drop(GROUP_COLUMN)
     )

@@ -308,6 +308,15 @@ class UpdatePeriod(Enum):
                 start = None
             if start is not None and self.format(start) == text:
                 return start
+        year = _OUT_OF_RANGE_YEAR.match(text) if isinstance(text, str) else None
+        if year is not None:
+            raise InvalidOptionError(
+                f"{text!r} is the {self.value} partition of a time in year "
+                f"{year.group(1).lstrip('+')}, "
+                "outside the years 0001 to 9999 that time partitions cover (their strings "
+                "have four-digit years): the time column holds such a value; filter those "
+                "rows out or correct them before writing"
+            )
         raise InvalidOptionError(
             f"{text!r} is not a {self.value} partition: expected the form {self.example!r}"
         )
@@ -318,6 +327,10 @@ class UpdatePeriod(Enum):
 
 
 _RANK = {member: i for i, member in enumerate(UpdatePeriod)}
+
+#: The year of a partition string of a time outside years 1 to 9999, as Spark spells it
+#: (``+10000-01-01``, ``-0001-12-31``, ``0000-06-01``).
+_OUT_OF_RANGE_YEAR = re.compile(r"^([+-]\d+|\d{5,}|0000)(?:-|$)")
 
 
 def _quarter_start(ordinal: int) -> datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -281,3 +282,25 @@ def test_leftovers_of_a_failed_first_write_do_not_block_a_retry(tmp_path: Path) 
         with pytest.raises(InvalidOptionError, match="not empty"):
             check_new_table_location(storage_for(str(root)))
         (root / other).unlink()
+
+
+def test_spark_literal_path_escapes_exactly_the_hadoop_glob_characters() -> None:
+    from qbeast_connect.paths import spark_literal_path
+
+    assert spark_literal_path("/d/t brack[1]/a{b,c}\\x*?.parquet") == (
+        "/d/t brack\\[1\\]/a\\{b,c\\}\\\\x\\*\\?.parquet"
+    )
+    # characters a glob does not use are left alone: the path is unchanged
+    for plain in ("/d/t %zz:#;=ü x/f.parquet", "s3a://bucket/k ey/f.parquet"):
+        assert spark_literal_path(plain) == plain
+
+
+def test_a_location_spark_would_glob_with_a_colon_segment_is_refused() -> None:
+    from qbeast_connect.exceptions import UnsupportedInputError
+    from qbeast_connect.paths import check_spark_readable
+
+    for fine in ("/d/t[1]", "/d/a:b/t", "s3a://bucket/t?x", "/d/t colon:x"):
+        check_spark_readable(fine)
+    for bad, segment in (("/d/a:b/t[1]", "a:b"), ("/d/[:", "[:"), ("s3a://b/k:y/t*", "k:y")):
+        with pytest.raises(UnsupportedInputError, match=f"':' in '{re.escape(segment)}'"):
+            check_spark_readable(bad)

@@ -199,6 +199,18 @@ def test_installed_plugin_of_another_version_is_refused_naming_both() -> None:
     assert raised.value.code == "QBEAST_PLUGIN_VERSION_MISMATCH"
 
 
+def test_a_plugin_another_client_shipped_to_the_session_is_not_called_installed() -> None:
+    """Issue 36: a client joining a session (;session_id=) on a stock server was told the
+    other client's version was "installed" on the server and to reinstall there."""
+    origin = "/tmp/spark/artifacts/s1/qbeast_plugin_0_0_9_ab12.zip/server_plugin/__init__.py"
+    with pytest.raises(PluginVersionMismatchError) as raised:
+        decide(ProbeAnswer("3.11.7", "0.0.9", origin), "0.1.0")
+    text = str(raised.value)
+    assert "qbeast-connect 0.0.9, shipped to it by another client of the session" in text
+    assert "has qbeast-connect 0.0.9 installed" not in text and origin in text
+    assert "without ;session_id=" in text and "qbeast-connect==0.0.9" in text
+
+
 def test_installed_plugin_missing_a_dependency_is_not_shipped_over() -> None:
     answer = ProbeAnswer("3.11.7", missing="numpy", error="No module named 'numpy'")
     with pytest.raises(PluginUnavailableError, match="numpy"):

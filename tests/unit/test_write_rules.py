@@ -192,6 +192,21 @@ def test_column_names_reserved_or_equal_but_for_case_are_refused() -> None:
     check_column_names(["a", "b", "A_b"], "/t")
     with pytest.raises(InvalidOptionError, match="reserved by qbeast"):
         check_column_names(["a", "_qbeastWeight"], "/t")
+    check_column_names(["qbeastGroup", "x_qbeastGroup", "_qbeas"], "/t")
+    # the whole internal namespace, in any case: a helper column must never meet a user's
+    for name in ("_qbeastGroup", "_QBEASTGROUP", "_qbeastSomethingNew", "_qbeast"):
+        with pytest.raises(InvalidOptionError, match=rf"\['{name}'\].*'_qbeast'"):
+            check_column_names(["a", name], "/t")
+
+
+def test_every_internal_column_is_in_the_internal_namespace() -> None:
+    from qbeast_connect.spark.estimation import PARTITION_COLUMN
+    from qbeast_connect.spark.tasks import GROUP_COLUMN
+    from qbeast_connect.write_plan import WEIGHT_COLUMN, is_internal_name
+    from server_plugin.group_spill import CUBE_FIELD, KEY_FIELD, WEIGHT_FIELD
+
+    for name in (WEIGHT_COLUMN, GROUP_COLUMN, PARTITION_COLUMN, CUBE_FIELD, KEY_FIELD, WEIGHT_FIELD):
+        assert is_internal_name(name), name
     with pytest.raises(UnsupportedInputError, match="differ only in case"):
         check_column_names(["a", "A"], "/t")
 

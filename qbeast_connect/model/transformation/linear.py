@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.exceptions import InvalidOptionError, UnsupportedInputError
 from qbeast_connect.model.hashing import JavaRandom, scala_string_hash, to_float32
 from qbeast_connect.model.linear_scale import linear_coordinate, random_point, scaled_form
 from qbeast_connect.model.transformation.base import (
@@ -40,6 +40,23 @@ def _random_null(low: Number, high: Number, data_type: QDataType, rng: random.Ra
     if data_type is QDataType.FLOAT:
         return to_float32(value)
     return float(value)
+
+
+def _check_span(low: Number, high: Number, column: str | None = None) -> None:
+    """Refuse distinct bounds that are one number as doubles, the precision the linear
+    formula computes in (as qbeast-spark's does): e.g. longs near 2**63, 300 apart.
+
+    Raises:
+        UnsupportedInputError: ``low < high`` but ``float(low) == float(high)``.
+    """
+    if low < high and not float(high) > float(low):
+        what = "a column" if column is None else f"column {column!r}"
+        raise UnsupportedInputError(
+            f"{what} holds values from {low!r} to {high!r}, which are one number at double "
+            "precision, the precision of the linear index's coordinates (as in "
+            "qbeast-spark): a linear index cannot tell them apart. Index the column with "
+            "hashing instead (columnsToIndex='<column>:hashing'), or index other columns"
+        )
 
 
 def _wrap(value: int, bits: int) -> int:
@@ -167,6 +184,7 @@ class LinearTransformation(Transformation):
             if value is None:
                 raise InvalidOptionError(f"LinearTransformation.{name} cannot be None")
             object.__setattr__(self, name, _coerce(value, dt, name))
+        _check_span(self.min_number, self.max_number)
         low, high = float(self.min_number), float(self.max_number)
         if not high > low:
             raise InvalidOptionError(
@@ -283,4 +301,5 @@ class LinearTransformer(Transformer):
             raise InvalidOptionError(
                 f"column {self.column_name!r}: min {low_raw!r} is greater than max {high_raw!r}"
             )
+        _check_span(low, high, self.column_name)
         return LinearTransformation.with_random_null(low, high, dt, rng)

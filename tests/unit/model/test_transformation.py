@@ -900,3 +900,19 @@ def test_legacy_null_value_formula(data_type: str, low: float, high: float) -> N
 def test_nan_is_never_written() -> None:
     with pytest.raises(InvalidOptionError, match="NaN"):
         dumps({"x": math.nan})
+
+
+def test_longs_that_are_one_double_are_refused_naming_the_column_and_hashing() -> None:
+    """Issue 36: distinct longs near 2**63 were refused as 'needs max > min'."""
+    import random
+
+    from qbeast_connect.exceptions import UnsupportedInputError
+    from qbeast_connect.model.transformation.datatypes import QDataType
+    from qbeast_connect.model.transformation.linear import LinearTransformer
+
+    top = 2**63 - 1
+    transformer = LinearTransformer("v", QDataType.LONG)
+    with pytest.raises(UnsupportedInputError, match=r"column 'v' holds values from .*hashing"):
+        transformer.make_transformation(ColumnStats(top - 299, top), random.Random(0))
+    wide = transformer.make_transformation(ColumnStats(top - 5000, top), random.Random(0))
+    assert wide.transform(top) == 1.0

@@ -144,3 +144,23 @@ def test_partition_of_an_instant_contains_it(when: datetime, period: UpdatePerio
     assert period.parse_ordinal(text) == n
     assert period.format_ordinal(n) == text
     assert period.format_ordinal(n + 1) > text  # zero-padded: text order is time order
+
+
+@pytest.mark.parametrize(
+    ("period", "text", "year"),
+    [
+        (UpdatePeriod.DAILY, "+10000-01-01", "10000"),
+        (UpdatePeriod.HOURLY, "+10000-01-01-05", "10000"),
+        (UpdatePeriod.MONTHLY, "-0001-12", "-0001"),
+        (UpdatePeriod.YEARLY, "0000", "0000"),
+    ],
+)
+def test_a_partition_string_of_a_year_outside_1_to_9999_says_so(
+    period: UpdatePeriod, text: str, year: str
+) -> None:
+    """Issue 36: Spark spells year 10000 '+10000-01-01', which was refused as 'not a daily
+    partition: expected the form ...', as if the string were malformed."""
+    with pytest.raises(InvalidOptionError, match=f"year {year}, outside the years 0001 to 9999"):
+        period.parse(text)
+    with pytest.raises(InvalidOptionError, match="expected the form"):
+        period.parse("2015-1-29")
