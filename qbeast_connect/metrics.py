@@ -355,7 +355,12 @@ class IndexMetrics:
             OPTIMIZE, or by plain Delta writers) and staging files. Samples and filters read
             them whole; ``optimize(0)`` indexes them into the latest revision.
         unindexed_bytes: Their total size (bytes).
-        unindexed_rows: Their rows, where the log records them (``numRecords``).
+        unindexed_rows: Their live rows, where the log records them (``numRecords``
+            less the rows deletion vectors delete).
+        deleted_rows: Rows of the table's files (any revision) that deletion vectors mark
+            deleted: never read, still stored and still counted by the blocks
+            (``element_count`` includes them); ``optimize`` rewrites their files without
+            them.
     """
 
     revision_id: int
@@ -380,6 +385,7 @@ class IndexMetrics:
     unindexed_files: int = 0
     unindexed_bytes: int = 0
     unindexed_rows: int = 0
+    deleted_rows: int = 0
 
     @property
     def theoretical_fanout(self) -> float:
@@ -410,7 +416,17 @@ class IndexMetrics:
             ("fileCount", str(self.file_count)),
             ("bytes", str(self.bytes)),
             ("unindexedFiles", self._unindexed_text()),
+            ("deletedRows", self._deleted_text()),
         ]
+
+    def _deleted_text(self) -> str:
+        if not self.deleted_rows:
+            return "0"
+        return (
+            f"{self.deleted_rows} rows are deleted by deletion vectors (left out of every "
+            "read, still stored and counted in elementCount); optimize rewrites their files "
+            "without them"
+        )
 
     def _unindexed_text(self) -> str:
         if not self.unindexed_files:
@@ -585,7 +601,8 @@ def compute_index_metrics(snapshot: QbeastSnapshot, revision_id: int | None = No
         ),
         unindexed_files=len(unindexed),
         unindexed_bytes=sum(f.size for f in unindexed),
-        unindexed_rows=sum(f.num_records or 0 for f in unindexed),
+        unindexed_rows=sum(f.live_rows if f.num_records is not None else 0 for f in unindexed),
+        deleted_rows=sum(f.deleted_rows for f in snapshot.files),
     )
 
 

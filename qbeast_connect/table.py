@@ -99,7 +99,7 @@ class ScanExplanation:
     @property
     def selected_rows(self) -> int:
         """Rows stored in the selected files (from their statistics or blocks)."""
-        return sum(f.num_records or f.element_count for f in self.plan.files)
+        return sum(f.live_rows for f in self.plan.files)
 
     def __str__(self) -> str:
         share = self.selected_bytes / self.total_bytes if self.total_bytes else 0.0
@@ -323,7 +323,7 @@ class QbeastTable:
         out["files"] = len(files)
         out["staging files"] = sum(1 for f in files if f.is_staging)
         out["bytes"] = f"{sum(f.size for f in files):,}"
-        out["rows"] = f"{sum(f.num_records or f.element_count for f in files):,}"
+        out["rows"] = f"{sum(f.live_rows for f in files):,}"
         return out
 
     def _repr_html_(self) -> str:

@@ -28,6 +28,7 @@ from qbeast_connect.rules.columns import check_column_names
 from server_plugin.delta.actions import FrozenMap
 from server_plugin.delta.committer import add_file_for, commit, create_table_actions
 from server_plugin.delta.conflicts import TransactionReadSet
+from server_plugin.delta.deletion_vectors import storage_key as dv_storage_key
 from server_plugin.delta.file_stats import compute_safe_stats
 from server_plugin.delta.log_reader import latest_version, read_snapshot
 from server_plugin.delta.properties import DELETED_FILE_RETENTION, parse_interval_ms
@@ -51,9 +52,7 @@ def run_command(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 def _qbeast_configuration(command: Mapping[str, Any], columns: list[str]) -> dict[str, str]:
     cube_size = int(command["cubeSize"])
-    revision = staging_revision(
-        str(command["path"]), cube_size, columns, int(time.time() * 1000)
-    )
+    revision = staging_revision(str(command["path"]), cube_size, columns, int(time.time() * 1000))
     return {
         LAST_REVISION_KEY: "0",
         "qbeast.revision.0": revision.to_json(),
@@ -241,6 +240,18 @@ def vacuum(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     cutoff = now - retention_ms
     keep = set(snapshot.files)
     keep |= {p for p, r in snapshot.tombstones.items() if (r.deletion_timestamp or 0) >= cutoff}
+    # a tombstone key may carry a deletion vector's id after the path
+    keep |= {p.split("\n", 1)[0] for p in keep}
+    vectors = [a.deletion_vector for a in snapshot.files.values()] + [
+        r.deletion_vector
+        for r in snapshot.tombstones.values()
+        if (r.deletion_timestamp or 0) >= cutoff
+    ]
+    keep |= {
+        dv_storage_key(dv, storage.root_uri)
+        for dv in vectors
+        if dv is not None and not dv.is_inline
+    }
     deleted: list[str] = []
     for info in _candidate_files(storage):
         if info.name in keep or info.mtime_ms >= cutoff:

@@ -31,7 +31,9 @@ class QbeastFilesSource(DataSource):
     """Reads given files of a table with the plugin's storage (plugin-internal format).
 
     Options: ``path`` (the table root) and ``files``: a JSON list of
-    ``[path relative to the root, size]`` or ``[path, size, {partition column: value}]``.
+    ``[path relative to the root, size]``, ``[path, size, {partition column: value}]`` or
+    ``[path, size, values, deletionVector]`` (the ``add``'s deletion vector: its rows are
+    left out).
     The schema must be given with ``.schema(...)``. Each path is checked to stay inside
     the root by the storage layer, as for any other plugin access.
     """
@@ -55,13 +57,16 @@ class QbeastFilesSource(DataSource):
         except ValueError as exc:
             raise InvalidOptionError(f"option files is not JSON: {exc}") from None
         if not isinstance(files, list) or not all(
-            isinstance(f, list) and len(f) in (2, 3) and isinstance(f[0], str) for f in files
+            isinstance(f, list) and len(f) in (2, 3, 4) and isinstance(f[0], str) for f in files
         ):
-            raise InvalidOptionError("option files must be a JSON list of [path, size(, values)]")
+            raise InvalidOptionError(
+                "option files must be a JSON list of [path, size(, values(, deletionVector))]"
+            )
         return ParquetFilesReader(
             str(root),
             schema,
             [(f[0], int(f[1])) for f in files],
-            {f[0]: dict(f[2]) for f in files if len(f) > 2},
+            {f[0]: dict(f[2]) for f in files if len(f) > 2 and f[2]},
             storage_settings(self.options),
+            {f[0]: dict(f[3]) for f in files if len(f) > 3 and f[3]},
         )

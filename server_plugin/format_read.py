@@ -190,6 +190,11 @@ class QbeastScanReader(ParquetFilesReader):
             for key, _size in selected
             if snapshot.files[key].partition_values
         }
+        self.deletion_vectors = {
+            key: vector.to_json()
+            for key, _size in selected
+            if (vector := snapshot.files[key].deletion_vector) is not None
+        }
         return selected
 
     def selected(self) -> list[tuple[str, int]]:

@@ -12,13 +12,17 @@ to the table schema.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
+
+    from server_plugin.delta.storage import Storage
 
 #: Files are packed into read partitions of about this many bytes.
 PARTITION_BYTES = 64 * 1024 * 1024
@@ -30,6 +34,8 @@ __all__ = [
     "PARTITION_BYTES",
     "ParquetFilesReader",
     "conform_batch",
+    "deleted_rows",
+    "drop_rows",
     "pack_partitions",
     "typed_partition_values",
 ]
@@ -109,6 +115,31 @@ def conform_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
+def deleted_rows(storage: Storage, vector: Mapping[str, Any]) -> npt.NDArray[np.uint64]:
+    """The sorted row indexes a file's ``deletionVector`` (its JSON object) deletes."""
+    from server_plugin.delta.deletion_vectors import (
+        DeletionVectorDescriptor,
+        read_deletion_vector,
+    )
+
+    return read_deletion_vector(storage, DeletionVectorDescriptor.from_json(vector))
+
+
+def drop_rows(batch: pa.RecordBatch, deleted: npt.NDArray[np.uint64], start: int) -> pa.RecordBatch:
+    """``batch`` without the rows whose index in the file (``start`` + position) is in
+    ``deleted`` (sorted): one vectorized mask per batch, no loop over rows."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = batch.num_rows
+    lo, hi = np.searchsorted(deleted, [start, start + n])
+    if lo == hi:
+        return batch
+    keep = np.ones(n, dtype=bool)
+    keep[(deleted[lo:hi] - np.uint64(start)).astype(np.int64)] = False
+    return batch.filter(pa.array(keep))
+
+
 class ParquetFilesReader(DataSourceReader):
     """Reads files of one table through the plugin's storage.
 
@@ -131,12 +162,14 @@ class ParquetFilesReader(DataSourceReader):
         files: Sequence[tuple[str, int]] = (),
         partition_values: Mapping[str, Mapping[str, str | None]] | None = None,
         storage_options: Mapping[str, str] | None = None,
+        deletion_vectors: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.root = root
         self.schema = schema
         self.files = [(str(key), int(size)) for key, size in files]
         self.partition_values = {k: dict(v) for k, v in (partition_values or {}).items() if v}
         self.storage_options = dict(storage_options) if storage_options else None
+        self.deletion_vectors = {k: dict(v) for k, v in (deletion_vectors or {}).items()}
 
     def selected(self) -> list[tuple[str, int]]:
         """``(storage key, size)`` of every file the read opens (subclasses may plan them)."""
@@ -147,7 +180,12 @@ class ParquetFilesReader(DataSourceReader):
         # partition values, since the executors hold a copy of the reader made before
         selected = self.selected()
         return [
-            InputPartition(tuple((key, self.partition_values.get(key)) for key in group))
+            InputPartition(
+                tuple(
+                    (key, self.partition_values.get(key), self.deletion_vectors.get(key))
+                    for key in group
+                )
+            )
             for group in pack_partitions(selected)
         ]
 
@@ -163,8 +201,9 @@ class ParquetFilesReader(DataSourceReader):
         storage = storage_for(self.root, self.storage_options)
         target = to_arrow_schema(self.schema, timezone="UTC")
         wanted = {name.lower() for name in target.names}
-        for key, strings in entries:
+        for key, strings, vector in entries:
             values = typed_partition_values(self.schema, strings or {})
+            deleted = None if vector is None else deleted_rows(storage, vector)
             with storage.open_input(key) as source:
                 parquet = pq.ParquetFile(source)
                 columns = [
@@ -172,5 +211,11 @@ class ParquetFilesReader(DataSourceReader):
                     for n in parquet.schema_arrow.names
                     if n.lower() in wanted and n.lower() not in values
                 ]
+                start = 0
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-                    yield conform_batch(batch, target, values)
+                    rows = batch.num_rows
+                    if deleted is not None:
+                        batch = drop_rows(batch, deleted, start)
+                    start += rows
+                    if batch.num_rows:
+                        yield conform_batch(batch, target, values)

@@ -531,6 +531,9 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
                     partition_values=dict(add.partition_values or {}),
                     size=add.size,
                     tags=None if add.tags is None else dict(add.tags),
+                    # the logical file is (path, deletion vector): a remove without the
+                    # vector would leave the file live
+                    deletion_vector=add.deletion_vector,
                 )
             )
     if plan.txn_app_id is not None and plan.txn_version is not None:

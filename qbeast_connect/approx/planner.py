@@ -100,7 +100,7 @@ class BandPlanner:
     def candidate_rows(self) -> int:
         """Rows stored in :attr:`candidates` (from their statistics or blocks): at least
         the rows matching the filter."""
-        return sum(f.num_records or f.element_count for f in self.candidates)
+        return sum(f.live_rows for f in self.candidates)
 
     @property
     def null_files(self) -> tuple[IndexFile, ...]:

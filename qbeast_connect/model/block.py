@@ -174,6 +174,9 @@ class IndexFile:
             (tag :data:`MAX_ROW_WEIGHT_TAG`). Blocks record the least row weight and the
             cube's max weight only, so without it a reader cannot tell that every row of
             the file is below a sample's threshold.
+        deleted_rows: rows of the file a deletion vector marks deleted (its
+            ``cardinality``); they are never read, but the blocks and ``num_records``
+            still count them.
     """
 
     path: str
@@ -183,6 +186,7 @@ class IndexFile:
     blocks: tuple[Block, ...]
     num_records: int | None = None
     max_row_weight: int | None = None
+    deleted_rows: int = 0
 
     def __post_init__(self) -> None:
         """Freeze the blocks and check the fields."""
@@ -201,6 +205,12 @@ class IndexFile:
     def element_count(self) -> int:
         """Sum of the blocks' element counts."""
         return sum(b.element_count for b in self.blocks)
+
+    @property
+    def live_rows(self) -> int:
+        """The rows a read of the file returns: ``numRecords`` (else the blocks' count)
+        less the rows its deletion vector deletes."""
+        return max(0, (self.num_records or self.element_count) - self.deleted_rows)
 
     @property
     def min_row_weight(self) -> int:
@@ -223,6 +233,19 @@ def _num_records(stats: Any) -> int | None:
         if isinstance(n, int) and not isinstance(n, bool):
             return n
     return None
+
+
+def _deleted_rows(add: Mapping[str, Any], path: str) -> int:
+    """The ``cardinality`` of the add's deletion vector (0 without one)."""
+    vector = add.get("deletionVector")
+    if vector is None:
+        return 0
+    count = vector.get("cardinality") if isinstance(vector, Mapping) else None
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise MetadataFormatError(
+            f"file {path!r} has a deletionVector without a valid cardinality: {vector!r}"
+        )
+    return count
 
 
 def _int_field(add: Mapping[str, Any], key: str, default: int) -> int:
@@ -271,15 +294,20 @@ def index_file_from_add(add: Mapping[str, Any]) -> IndexFile:
     size = _int_field(add, "size", 0)
     modification_time = _int_field(add, "modificationTime", 0)
     num_records = _num_records(add.get("stats"))
+    deleted = _deleted_rows(add, path)
     tags = add.get("tags") or {}
     revision_text = tags.get("revision") if isinstance(tags, Mapping) else None
     if revision_text is None:
-        return IndexFile(path, size, modification_time, 0, _staging_blocks(), num_records)
+        return IndexFile(
+            path, size, modification_time, 0, _staging_blocks(), num_records, None, deleted
+        )
     revision_id = _json.int_text(revision_text, f"file {path!r} has tag revision={revision_text!r}")
     if revision_id < 0:
         raise MetadataFormatError(f"file {path!r} has a negative revision tag {revision_text!r}")
     if revision_id == 0:
-        return IndexFile(path, size, modification_time, 0, _staging_blocks(), num_records)
+        return IndexFile(
+            path, size, modification_time, 0, _staging_blocks(), num_records, None, deleted
+        )
     blocks_text = tags.get("blocks")
     if blocks_text is not None:
         blocks = decode_blocks(blocks_text)
@@ -299,5 +327,12 @@ def index_file_from_add(add: Mapping[str, Any]) -> IndexFile:
     else:
         blocks = (Block("", MIN_WEIGHT, MAX_WEIGHT, 0),)
     return IndexFile(
-        path, size, modification_time, revision_id, blocks, num_records, _max_row_weight(tags)
+        path,
+        size,
+        modification_time,
+        revision_id,
+        blocks,
+        num_records,
+        _max_row_weight(tags),
+        deleted,
     )

@@ -179,12 +179,18 @@ def checked_table_properties(properties: Mapping[str, str]) -> dict[str, str]:
             except InvalidOptionError as exc:
                 raise InvalidOptionError(f"table property {key}: {exc.message}") from None
             if ms < 0:
-                raise InvalidOptionError(
-                    f"table property {key}={raw_value!r} must not be negative"
-                )
+                raise InvalidOptionError(f"table property {key}={raw_value!r} must not be negative")
         elif key in _BOOLEANS:
             enabled = get_bool({key: value}, key)
             value = "true" if enabled else "false"
+            if enabled and key == ENABLE_DELETION_VECTORS:
+                raise UnsupportedProtocolError(
+                    f"table property {key}=true (feature deletionVectors): qbeast-connect reads, "
+                    "appends to, optimizes "
+                    "and vacuums tables with deletion vectors but does not turn them on; "
+                    "enable them with Delta Lake (ALTER TABLE delta.`<path>` SET "
+                    f"TBLPROPERTIES ('{key}' = 'true'), e.g. on qc.session(delta=True))"
+                )
             if enabled and key in _NEEDS_FEATURE:
                 raise UnsupportedProtocolError(
                     f"table property {key}=true needs the Delta table feature "

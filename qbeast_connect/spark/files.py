@@ -59,15 +59,23 @@ __all__ = [
     "reader_for",
 ]
 
-#: One file of a table to read: its path as the log names it, its size in bytes, and its
-#: partition values (from the log's ``add`` action).
-TableFile = tuple[str, int, Mapping[str, "str | None"]]
+#: One file of a table to read: its path as the log names it, its size in bytes, its
+#: partition values and its deletion vector (the JSON object, or None), all from the log's
+#: ``add`` action.
+TableFile = tuple[str, int, Mapping[str, "str | None"], "Mapping[str, Any] | None"]
 
 
 def table_file(add: Mapping[str, Any]) -> TableFile:
-    """The :data:`TableFile` of a log ``add`` (size 0 and no partition values when the
-    action does not give them)."""
-    return (str(add.get("path")), int(add.get("size") or 0), dict(add.get("partitionValues") or {}))
+    """The :data:`TableFile` of a log ``add`` (size 0, no partition values and no deletion
+    vector when the action does not give them)."""
+    vector = add.get("deletionVector")
+    return (
+        str(add.get("path")),
+        int(add.get("size") or 0),
+        dict(add.get("partitionValues") or {}),
+        dict(vector) if isinstance(vector, Mapping) else None,
+    )
+
 
 _known: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 _registered: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -172,21 +180,56 @@ def read_table_files(
         UnsafePathError: a log path leaves the table's directory.
         CorruptLogError: a partition value is not of its column's type.
     """
-    located = [resolve_table_file(root, path) for path, _size, _values in files]
-    if reader_for(spark, root) == SPARK_READER:
-        check_paths_on_driver(spark, root, len(located))
-        values = [dict(v) for _path, _size, v in files]
-        if not any(values):
-            return _spark_parquet(spark, schema, located)
-        if _directories_spell_values(schema, root, located, values):
-            # one scan: Spark reads the same values from the directory names
-            return _spark_parquet(spark, schema, located, base_path=root)
-        return _read_partitioned(spark, schema, located, values)
-    # an object store the server's Spark cannot open: the plugin reads
+    located = [resolve_table_file(root, f[0]) for f in files]
+    vectors = [f[3] for f in files]
+    if reader_for(spark, root) == SPARK_READER and not all(vectors):
+        whole = [i for i, v in enumerate(vectors) if not v]
+        frame = _spark_read(
+            spark, root, schema, [located[i] for i in whole], [files[i] for i in whole]
+        )
+        if len(whole) == len(files):
+            return frame
+        # files with deletion vectors: the plugin reads them and leaves the deleted rows out
+        rest = [i for i, v in enumerate(vectors) if v]
+        deleted = _plugin_read(
+            spark, root, schema, [located[i] for i in rest], [files[i] for i in rest]
+        )
+        return frame.unionByName(deleted)
+    # an object store the server's Spark cannot open, or every file has deleted rows:
+    # the plugin reads
+    return _plugin_read(spark, root, schema, located, files)
+
+
+def _spark_read(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    located: Sequence[str],
+    files: Sequence[TableFile],
+) -> DataFrame:
+    """Spark's parquet read of whole files (no deletion vector), partition values from the
+    log."""
+    check_paths_on_driver(spark, root, len(located))
+    values = [dict(f[2]) for f in files]
+    if not any(values):
+        return _spark_parquet(spark, schema, located)
+    if _directories_spell_values(schema, root, located, values):
+        # one scan: Spark reads the same values from the directory names
+        return _spark_parquet(spark, schema, located, base_path=root)
+    return _read_partitioned(spark, schema, located, values)
+
+
+def _plugin_read(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    located: Sequence[str],
+    files: Sequence[TableFile],
+) -> DataFrame:
+    """The plugin's read (``qbeast_files``) of ``files``, deletion vectors applied."""
     prefix = len(root.rstrip("/")) + 1
     entries = [
-        (path[prefix:], size, values)
-        for path, (_log_path, size, values) in zip(located, files, strict=True)
+        (path[prefix:], f[1], dict(f[2]), f[3]) for path, f in zip(located, files, strict=True)
     ]
     return read_files(spark, root.rstrip("/"), schema, entries)
 
@@ -343,7 +386,9 @@ def read_files(
     spark: SparkSession,
     table_path: str,
     schema: StructType,
-    files: Sequence[tuple[str, int]] | Sequence[tuple[str, int, Mapping[str, str | None]]],
+    files: Sequence[tuple[str, int]]
+    | Sequence[tuple[str, int, Mapping[str, str | None]]]
+    | Sequence[tuple[str, int, Mapping[str, str | None], Mapping[str, Any] | None]],
 ) -> DataFrame:
     """A DataFrame over ``files`` of the table read by the plugin (``qbeast_files``).
 
@@ -352,7 +397,8 @@ def read_files(
         table_path: The table root.
         schema: The table schema.
         files: ``(path relative to the root, size)`` per file, optionally with the file's
-            partition values.
+            partition values and its deletion vector (the ``add``'s JSON object: the
+            rows it marks are left out).
     """
     # imported here, not at the top: a server worker unpickling the source imports
     # server_plugin.files_source first, and through qbeast_connect's package it reaches
@@ -365,7 +411,11 @@ def read_files(
             _registered.add(spark)
     if fresh:
         spark.dataSource.register(QbeastFilesSource)
-    payload = [[str(f[0]), int(f[1]), *([dict(f[2])] if len(f) > 2 else [])] for f in files]
+    payload = [
+        [str(f[0]), int(f[1]), *([dict(f[2])] if len(f) > 2 else [])]
+        + ([dict(f[3])] if len(f) > 3 and f[3] else [])
+        for f in files
+    ]
     return (
         with_storage_options(spark.read.format(FILES_FORMAT), spark)
         .schema(schema)

@@ -23,7 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
-from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError
+from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError, MetadataFormatError
+
+from .deletion_vectors import DeletionVectorDescriptor
 
 __all__ = [
     "Action",
@@ -206,6 +208,8 @@ class AddFile:
         data_change: False when only rearranging data (compaction) or re-stating stats.
         stats: Statistics JSON text (see ``file_stats``), or None.
         tags: Free per-file metadata (the qbeast ``revision`` and ``blocks`` live here).
+        deletion_vector: The rows of the file that are deleted (feature
+            ``deletionVectors``), or None when every row is live.
     """
 
     path: str
@@ -215,6 +219,7 @@ class AddFile:
     data_change: bool = True
     stats: str | None = None
     tags: Mapping[str, str | None] | None = None
+    deletion_vector: DeletionVectorDescriptor | None = None
 
     def __post_init__(self) -> None:
         _coerce(self, FrozenMap, "partition_values")
@@ -240,6 +245,7 @@ class AddFile:
             size=self.size,
             tags=self.tags,
             stats=self.stats,
+            deletion_vector=self.deletion_vector,
         )
 
 
@@ -256,6 +262,8 @@ class RemoveFile:
         size: Size of the removed file in bytes, if known.
         tags: Tags of the removed file, if known.
         stats: Statistics of the removed file, if known.
+        deletion_vector: The deletion vector of the ``add`` this removes (the logical
+            file is the pair of path and vector), or None.
     """
 
     path: str
@@ -266,6 +274,7 @@ class RemoveFile:
     size: int | None = None
     tags: Mapping[str, str | None] | None = None
     stats: str | None = None
+    deletion_vector: DeletionVectorDescriptor | None = None
 
     def __post_init__(self) -> None:
         _coerce(self, FrozenMap, "partition_values", "tags", optional=True)
@@ -421,8 +430,9 @@ def action_to_json(action: Action) -> dict[str, Any]:
             "dataChange": action.data_change,
             "stats": action.stats,
             "tags": _opt_map(action.tags),
+            "deletionVector": _opt_dv(action.deletion_vector),
         }
-        return {"add": _drop_none(add, "stats", "tags")}
+        return {"add": _drop_none(add, "stats", "tags", "deletionVector")}
     if isinstance(action, RemoveFile):
         rem = {
             "path": action.path,
@@ -433,9 +443,10 @@ def action_to_json(action: Action) -> dict[str, Any]:
             "size": action.size,
             "stats": action.stats,
             "tags": _opt_map(action.tags),
+            "deletionVector": _opt_dv(action.deletion_vector),
         }
         optional = ("deletionTimestamp", "extendedFileMetadata", "partitionValues", "size")
-        return {"remove": _drop_none(rem, *optional, "stats", "tags")}
+        return {"remove": _drop_none(rem, *optional, "stats", "tags", "deletionVector")}
     if isinstance(action, Metadata):
         meta = {
             "id": action.id,
@@ -610,6 +621,21 @@ def _features(obj: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _dv_field(o: Mapping[str, Any], action: str) -> DeletionVectorDescriptor | None:
+    """The ``deletionVector`` of an ``add``/``remove`` (None when absent or null)."""
+    value = o.get("deletionVector")
+    if value is None:
+        return None
+    try:
+        return DeletionVectorDescriptor.from_json(value)
+    except MetadataFormatError as err:
+        raise CorruptLogError(f"{action} {o.get('path')!r}: {err.message}") from None
+
+
+def _opt_dv(dv: DeletionVectorDescriptor | None) -> dict[str, Any] | None:
+    return None if dv is None else dv.to_json()
+
+
 def action_from_json(obj: Mapping[str, Any]) -> Action | None:
     """Decode one single-key JSON object (a commit line or checkpoint row) into an action.
 
@@ -647,6 +673,7 @@ def _decode_add(o: Mapping[str, Any]) -> AddFile:
         data_change=bool(_opt(o, "dataChange", bool, "add")),
         stats=_opt(o, "stats", str, "add"),
         tags=_map_field(o, "tags", "add", required=False),
+        deletion_vector=_dv_field(o, "add"),
     )
 
 
@@ -660,6 +687,7 @@ def _decode_remove(o: Mapping[str, Any]) -> RemoveFile:
         size=_opt(o, "size", int, "remove"),
         tags=_map_field(o, "tags", "remove", required=False),
         stats=_opt(o, "stats", str, "remove"),
+        deletion_vector=_dv_field(o, "remove"),
     )
 
 

@@ -43,6 +43,7 @@ from .actions import (
     action_from_json,
     action_key,
 )
+from .deletion_vectors import DeletionVectorDescriptor
 from .file_stats import stats_json_from_values
 from .log_files import (
     LAST_CHECKPOINT_PATH,
@@ -83,6 +84,10 @@ def _struct(**fields: pa.DataType) -> pa.DataType:
     return pa.struct([pa.field(name, kind) for name, kind in fields.items()])
 
 
+#: The ``deletionVector`` struct of ``add`` and ``remove`` rows.
+_DV = _struct(storageType=_STR, pathOrInlineDv=_STR, offset=pa.int32(), sizeInBytes=pa.int32(),
+              cardinality=_I64, maxRowIndex=_I64)
+
 CHECKPOINT_SCHEMA = pa.schema(
     [
         ("protocol", _struct(minReaderVersion=pa.int32(), minWriterVersion=pa.int32(),
@@ -93,9 +98,11 @@ CHECKPOINT_SCHEMA = pa.schema(
                              configuration=_STR_MAP, createdTime=_I64)),
         ("txn", _struct(appId=_STR, version=_I64, lastUpdated=_I64)),
         ("add", _struct(path=_STR, partitionValues=_STR_MAP, size=_I64, modificationTime=_I64,
-                        dataChange=_BOOL, stats=_STR, tags=_STR_MAP)),
+                        dataChange=_BOOL, stats=_STR, tags=_STR_MAP,
+                        deletionVector=_DV)),
         ("remove", _struct(path=_STR, deletionTimestamp=_I64, dataChange=_BOOL,
-                           extendedFileMetadata=_BOOL, partitionValues=_STR_MAP, size=_I64)),
+                           extendedFileMetadata=_BOOL, partitionValues=_STR_MAP, size=_I64,
+                           deletionVector=_DV)),
         ("domainMetadata", _struct(domain=_STR, configuration=_STR, removed=_BOOL)),
     ]
 )
@@ -154,6 +161,7 @@ def _add_row(a: AddFile) -> dict[str, Any]:
         "dataChange": False,
         "stats": a.stats,
         "tags": _pairs(a.tags),
+        "deletionVector": _dv_row(a.deletion_vector),
     }
 
 
@@ -165,6 +173,20 @@ def _remove_row(r: RemoveFile) -> dict[str, Any]:
         "extendedFileMetadata": r.extended_file_metadata,
         "partitionValues": _pairs(r.partition_values),
         "size": r.size,
+        "deletionVector": _dv_row(r.deletion_vector),
+    }
+
+
+def _dv_row(dv: DeletionVectorDescriptor | None) -> dict[str, Any] | None:
+    if dv is None:
+        return None
+    return {
+        "storageType": dv.storage_type,
+        "pathOrInlineDv": dv.path_or_inline_dv,
+        "offset": dv.offset,
+        "sizeInBytes": dv.size_in_bytes,
+        "cardinality": dv.cardinality,
+        "maxRowIndex": dv.max_row_index,
     }
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "DeletionVectorDescriptor",
     "decode_bitmap",
     "read_deletion_vector",
+    "storage_key",
     "z85_decode",
 ]
 
@@ -173,6 +174,20 @@ class DeletionVectorDescriptor:
             max_row_index=field("maxRowIndex", int, required=False),
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this descriptor, as the log writes it (absent fields left out)."""
+        out: dict[str, Any] = {
+            "storageType": self.storage_type,
+            "pathOrInlineDv": self.path_or_inline_dv,
+        }
+        if self.offset is not None:
+            out["offset"] = self.offset
+        out["sizeInBytes"] = self.size_in_bytes
+        out["cardinality"] = self.cardinality
+        if self.max_row_index is not None:
+            out["maxRowIndex"] = self.max_row_index
+        return out
+
     @property
     def unique_id(self) -> str:
         """The DV's identity in log replay: storage type, path or data, and ``@offset``."""
@@ -235,15 +250,25 @@ def read_deletion_vector(
     return rows
 
 
-def _read_from_file(storage: Storage, descriptor: DeletionVectorDescriptor) -> tuple[bytes, str]:
+def storage_key(descriptor: DeletionVectorDescriptor, root_uri: str | None) -> str:
+    """The DV file's path relative to the table root (the key to give to Storage).
+
+    Raises:
+        MetadataFormatError: The DV is inline, or its file lies outside the table root.
+    """
     path = descriptor.file_path()
     if not is_relative(path):
-        rel = normalize_path(path, storage.root_uri)
+        rel = normalize_path(path, root_uri)
         if not is_relative(rel):
             raise MetadataFormatError(
-                f"deletion vector file {path} lies outside the table root {storage.root_uri}"
+                f"deletion vector file {path} lies outside the table root {root_uri}"
             )
         path = rel
+    return path
+
+
+def _read_from_file(storage: Storage, descriptor: DeletionVectorDescriptor) -> tuple[bytes, str]:
+    path = storage_key(descriptor, storage.root_uri)
     offset = descriptor.offset
     assert offset is not None  # checked by the descriptor
     where = f"deletion vector {path}@{offset}"

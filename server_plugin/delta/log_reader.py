@@ -51,6 +51,7 @@ from .actions import (
     decode_commit,
 )
 from .checkpoint import read_checkpoint
+from .deletion_vectors import DeletionVectorDescriptor
 from .log_files import (
     LAST_CHECKPOINT_PATH,
     LOG_DIR,
@@ -188,6 +189,17 @@ def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
     return LogListing(commits, checkpoints, frozenset(uuids), from_version)
 
 
+def _dv_id(dv: DeletionVectorDescriptor | None) -> str | None:
+    return None if dv is None else dv.unique_id
+
+
+def tombstone_key(path: str, dv: DeletionVectorDescriptor | None) -> str:
+    """The key of a tombstone: the normalized path, followed by the deletion vector's id
+    when the removed logical file had one (one path may have several tombstones, one per
+    vector it had)."""
+    return path if dv is None else f"{path}\n{dv.unique_id}"
+
+
 class _Replay:
     """Mutable accumulator for log replay (oldest action first)."""
 
@@ -218,11 +230,17 @@ class _Replay:
             if isinstance(action, AddFile):
                 key = normalize_path(action.path, self.root_uri)
                 self.files[key] = action
-                self.tombstones.pop(key, None)
+                self.tombstones.pop(tombstone_key(key, action.deletion_vector), None)
             elif isinstance(action, RemoveFile):
+                # a logical file is the pair (path, deletion vector): a remove of the pair
+                # a later deletion vector replaced leaves the live file alone
                 key = normalize_path(action.path, self.root_uri)
-                self.files.pop(key, None)
-                self.tombstones[key] = action
+                live = self.files.get(key)
+                if live is not None and _dv_id(live.deletion_vector) == _dv_id(
+                    action.deletion_vector
+                ):
+                    del self.files[key]
+                self.tombstones[tombstone_key(key, action.deletion_vector)] = action
             elif isinstance(action, Metadata):
                 self.metadata = action
             elif isinstance(action, Protocol):

@@ -39,10 +39,12 @@ DEFAULT_PROTOCOL = Protocol(1, 2, None, None)
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
 
-SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({"vacuumProtocolCheck"})
+SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({"deletionVectors", "vacuumProtocolCheck"})
 """Reader features (reader version 3) we can read with."""
 
-SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset({"appendOnly", "invariants"})
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
+    {"appendOnly", "deletionVectors", "invariants"}
+)
 """Writer features (writer version 7) we honour when writing."""
 
 _FIX_READ = (

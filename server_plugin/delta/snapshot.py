@@ -27,7 +27,8 @@ class DeltaSnapshot:
         metadata: The table's metaData.
         files: Live ``add`` actions keyed by normalized path (percent-decoded, relative
             to the table root when inside it; the key is the path to give to Storage).
-        tombstones: ``remove`` actions (not re-added) keyed like ``files``.
+        tombstones: ``remove`` actions of logical files (path and deletion vector) not
+            re-added, keyed by :func:`~.log_reader.tombstone_key`.
         txns: Last ``txn`` per ``appId`` (expired ones dropped).
         domain_metadata: Live ``domainMetadata`` per domain.
         timestamp: Commit time of ``version`` in epoch milliseconds.

@@ -23,13 +23,22 @@ def log_actions(path: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 def live_adds(path: str) -> dict[str, dict[str, Any]]:
-    """Live add actions by path, replayed from the JSON commits (no checkpoints needed)."""
+    """Live add actions by path, replayed from the JSON commits (no checkpoints needed).
+
+    A logical file is the pair (path, deletion vector): a ``remove`` takes away the live
+    add of its path only when it names the same vector (Delta's DELETE writes
+    ``remove(p)`` and ``add(p, dv)`` in one commit, in either order)."""
     live: dict[str, dict[str, Any]] = {}
     for _, action in log_actions(path):
         if "add" in action:
             live[action["add"]["path"]] = action["add"]
         elif "remove" in action:
-            live.pop(action["remove"]["path"], None)
+            removed = action["remove"]
+            current = live.get(removed["path"])
+            if current is not None and current.get("deletionVector") == removed.get(
+                "deletionVector"
+            ):
+                del live[removed["path"]]
     return live
 
 

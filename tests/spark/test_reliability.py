@@ -102,15 +102,15 @@ def test_unsupported_protocol_is_refused_before_anything_is_written(
         path,
         [
             {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                          "readerFeatures": ["deletionVectors"],
-                          "writerFeatures": ["deletionVectors"]}},
+                          "readerFeatures": ["someFutureFeature"],
+                          "writerFeatures": ["someFutureFeature"]}},
             {"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
                           "schemaString": SCHEMA, "partitionColumns": [], "configuration": {}}},
         ],
     )
-    with pytest.raises(qc.UnsupportedProtocolError, match="deletionVectors"):
+    with pytest.raises(qc.UnsupportedProtocolError, match="someFutureFeature"):
         qc.QbeastTable.forPath(spark, str(path))
-    with pytest.raises(qc.UnsupportedProtocolError, match="deletionVectors"):
+    with pytest.raises(qc.UnsupportedProtocolError, match="someFutureFeature"):
         qc.write(spark.range(3).selectExpr("id as a"), str(path), columnsToIndex="a",
                  mode="append")
     assert sorted(p.name for p in (path / "_delta_log").iterdir()) == ["00000000000000000000.json"]

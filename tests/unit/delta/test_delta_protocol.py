@@ -26,7 +26,6 @@ META = Metadata(id="t", schema_string=SCHEMA)
     ("protocol", "named"),
     [
         (Protocol(2, 5), "columnMapping"),
-        (Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), "deletionVectors"),
         (Protocol(3, 7, ("timestampNtz",), ("timestampNtz",)), "timestampNtz"),
         (Protocol(3, 7, ("columnMapping",), ("columnMapping",)), "columnMapping"),
         (Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)), "v2Checkpoint"),
@@ -45,7 +44,12 @@ def test_read_refused(protocol: Protocol, named: str) -> None:
 
 @pytest.mark.parametrize(
     "protocol",
-    [DEFAULT_PROTOCOL, Protocol(1, 1), Protocol(3, 7, ("vacuumProtocolCheck",), ())],
+    [
+        DEFAULT_PROTOCOL,
+        Protocol(1, 1),
+        Protocol(3, 7, ("vacuumProtocolCheck",), ()),
+        Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
+    ],
 )
 def test_read_allowed(protocol: Protocol) -> None:
     check_readable(protocol)
@@ -120,10 +124,9 @@ def _set_protocol(path: Path, protocol: Protocol) -> None:
     ("protocol", "named"),
     [
         (Protocol(2, 5), "columnMapping"),
-        (Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), "deletionVectors"),
         (Protocol(3, 7, ("madeUpFeature",), ("madeUpFeature",)), "madeUpFeature"),
     ],
-    ids=["2-5", "dv", "unknown"],
+    ids=["2-5", "unknown"],
 )
 def test_reader_refuses_tables_with_unsupported_protocol(
     tmp_path: Path, protocol: Protocol, named: str
@@ -164,10 +167,10 @@ def test_committer_allows_3_7_with_append_only_and_invariants(tmp_path: Path) ->
 
 def test_committer_refuses_a_new_table_with_unsupported_protocol(tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path)
-    with pytest.raises(UnsupportedProtocolError, match="deletionVectors"):
+    with pytest.raises(UnsupportedProtocolError, match="madeUpFeature"):
         commit(
             storage,
-            [Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), META],
+            [Protocol(3, 7, ("madeUpFeature",), ("madeUpFeature",)), META],
             TransactionReadSet(-1),
             operation="CREATE TABLE",
             operation_parameters={},
