@@ -173,6 +173,9 @@ class Metadata:
         description: Optional table description.
         format_provider: ``format.provider`` (``"parquet"``).
         format_options: ``format.options``.
+        invalid: Why the action read from the log is malformed (a required field missing
+            or mistyped), else None. Only the metaData in effect must be valid: replay
+            fails on it when no later metaData replaced it.
     """
 
     id: str
@@ -184,6 +187,7 @@ class Metadata:
     description: str | None = None
     format_provider: str = "parquet"
     format_options: Mapping[str, str] = field(default_factory=FrozenMap)
+    invalid: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         _coerce(self, tuple, "partition_columns")
@@ -692,6 +696,18 @@ def _decode_remove(o: Mapping[str, Any]) -> RemoveFile:
 
 
 def _decode_metadata(o: Mapping[str, Any]) -> Metadata:
+    try:
+        return _decode_valid_metadata(o)
+    except CorruptLogError as exc:
+        table_id = o.get("id")
+        return Metadata(
+            id=table_id if isinstance(table_id, str) else "",
+            schema_string='{"type":"struct","fields":[]}',
+            invalid=exc.message,
+        )
+
+
+def _decode_valid_metadata(o: Mapping[str, Any]) -> Metadata:
     fmt = o.get("format") or {}
     if not isinstance(fmt, Mapping):
         raise CorruptLogError(f"metaData.format is not an object: {fmt!r}")

@@ -1,6 +1,7 @@
 """Write and read Delta checkpoints and the ``_last_checkpoint`` hint.
 
-We write classic single-file V1 checkpoints (``N.checkpoint.parquet``): one row per
+We write classic single-file checkpoints (``N.checkpoint.parquet``), V1 spec, or V2 spec
+(one more ``checkpointMetadata`` column) on tables with ``v2Checkpoint``: one row per
 action, each row holding exactly one non-null top-level struct column. The schema is
 the one every reader expects (kernel treats some nested fields as required):
 
@@ -22,15 +23,18 @@ content), then ``_last_checkpoint`` is written unless it already names a newer v
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError, UnsupportedProtocolError
+from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError
 
 from .actions import (
     Action,
@@ -44,9 +48,11 @@ from .actions import (
     action_key,
 )
 from .deletion_vectors import DeletionVectorDescriptor
-from .file_stats import stats_json_from_values
+from .file_stats import stats_json_from_values, stats_types
 from .log_files import (
     LAST_CHECKPOINT_PATH,
+    LOG_DIR,
+    SIDECAR_DIR,
     LastCheckpoint,
     checkpoint_path,
     multipart_checkpoint_path,
@@ -61,11 +67,14 @@ from .properties import (
     get_int,
     get_interval_ms,
 )
+from .protocol import has_feature
 from .snapshot import DeltaSnapshot
 from .storage import Storage
 
 __all__ = [
+    "CHECKPOINT_METADATA_FIELD",
     "CHECKPOINT_SCHEMA",
+    "checkpoint_files",
     "checkpoint_interval",
     "read_checkpoint",
     "write_checkpoint",
@@ -107,6 +116,11 @@ CHECKPOINT_SCHEMA = pa.schema(
     ]
 )
 """The pyarrow schema of the checkpoints we write."""
+
+CHECKPOINT_METADATA_FIELD = pa.field(
+    "checkpointMetadata", _struct(version=_I64, tags=_STR_MAP)
+)
+"""The column a V2-spec checkpoint adds (first row: its version)."""
 
 _ACTION_COLUMNS = ("protocol", "metaData", "txn", "add", "remove", "domainMetadata")
 _V2_COLUMNS = ("checkpointMetadata", "sidecar")
@@ -218,7 +232,11 @@ def checkpoint_table(snapshot: DeltaSnapshot, *, now_ms: int | None = None) -> p
 
     Returns:
         A table with :data:`CHECKPOINT_SCHEMA`: protocol, metaData, txns, live adds
-        (``dataChange=false``), unexpired tombstones, live domain metadata.
+        (``dataChange=false``), unexpired tombstones, live domain metadata. When the
+        table supports ``v2Checkpoint`` it follows the V2 spec (still under the classic
+        name, which the protocol allows): a ``checkpointMetadata`` column whose first
+        row holds the version (Delta's protocol forbids V1-only multi-part checkpoints
+        there and lets readers expect ``checkpointMetadata`` in V2 checkpoints).
     """
     now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
     retention = get_interval_ms(
@@ -242,7 +260,20 @@ def checkpoint_table(snapshot: DeltaSnapshot, *, now_ms: int | None = None) -> p
     for domain in snapshot.domain_metadata.values():
         emit(domain)
     arrays = [pa.array(rows[f.name], type=f.type) for f in CHECKPOINT_SCHEMA]
-    return pa.Table.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
+    table = pa.Table.from_arrays(arrays, schema=CHECKPOINT_SCHEMA)
+    if has_feature(snapshot.protocol, "v2Checkpoint"):
+        v2_schema = pa.schema([*CHECKPOINT_SCHEMA, CHECKPOINT_METADATA_FIELD])
+        first = {"version": snapshot.version, "tags": []}
+        head = pa.Table.from_arrays(
+            [pa.nulls(1, f.type) for f in CHECKPOINT_SCHEMA]
+            + [pa.array([first], CHECKPOINT_METADATA_FIELD.type)],
+            schema=v2_schema,
+        )
+        body = table.append_column(
+            CHECKPOINT_METADATA_FIELD, pa.nulls(table.num_rows, CHECKPOINT_METADATA_FIELD.type)
+        )
+        table = pa.concat_tables([head, body])
+    return table
 
 
 def write_checkpoint(storage: Storage, snapshot: DeltaSnapshot) -> None:
@@ -282,72 +313,192 @@ def write_checkpoint(storage: Storage, snapshot: DeltaSnapshot) -> None:
     write_last_checkpoint(storage, hint)
 
 
-def _read_part(storage: Storage, path: str) -> list[Action]:
+def _read_bytes(storage: Storage, path: str, what: str) -> bytes:
     try:
-        data = storage.read_bytes(path)
+        return storage.read_bytes(path)
     except FileNotFoundError as exc:
         raise CorruptLogError(
-            f"checkpoint file {path} disappeared while reading; retry the read"
+            f"{what} {path} disappeared or was never written; retry the read, or restore "
+            "the file"
         ) from exc
+
+
+class _Part:
+    """What one checkpoint file (or sidecar) holds: actions, rows waiting for stats,
+    ``checkpointMetadata`` rows and ``sidecar`` references."""
+
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+        self.pending_stats: list[tuple[int, dict[str, Any]]] = []
+        self.checkpoint_metadata: list[dict[str, Any]] = []
+        self.sidecars: list[dict[str, Any]] = []
+
+    def add_row(self, path: str, name: str, row: dict[str, Any]) -> None:
+        if name == "checkpointMetadata":
+            self.checkpoint_metadata.append(row)
+            return
+        if name == "sidecar":
+            self.sidecars.append(row)
+            return
+        parsed = row.get("stats_parsed") if name == "add" else None
+        try:
+            action = action_from_json({name: row})
+        except CorruptLogError as exc:
+            raise CorruptLogError(f"checkpoint {path}: {exc.message}") from exc
+        if action is None:
+            return
+        if isinstance(action, AddFile) and action.stats is None and parsed is not None:
+            self.pending_stats.append((len(self.actions), parsed))
+        self.actions.append(action)
+
+
+def _read_parquet_part(
+    storage: Storage, path: str, columns: Sequence[str], what: str = "checkpoint"
+) -> _Part:
+    data = _read_bytes(storage, path, what)
     try:
         parquet = pq.ParquetFile(pa.BufferReader(data))
         names = set(parquet.schema_arrow.names)
-        for v2 in _V2_COLUMNS:
-            if v2 in names:
-                column = parquet.read(columns=[v2]).column(0)
-                if column.null_count < len(column):
-                    raise UnsupportedProtocolError(
-                        f"checkpoint {path} is a V2 checkpoint ({v2} rows), which needs the "
-                        "v2Checkpoint feature that qbeast-connect does not support"
-                    )
-        present = [c for c in _ACTION_COLUMNS if c in names]
+        present = [c for c in columns if c in names]
         table = parquet.read(columns=present)
-    except UnsupportedProtocolError:
-        raise
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise CorruptLogError(f"checkpoint {path} is not a readable parquet file ({exc})") from exc
-    actions: list[Action] = []
+        raise CorruptLogError(f"{what} {path} is not a readable parquet file ({exc})") from exc
+    part = _Part()
     for name in present:
         column = table.column(name)
         if column.null_count == len(column):
             continue
         for row in column.to_pylist():
-            if row is None:
-                continue
-            if name == "add" and row.get("stats") is None and row.get("stats_parsed") is not None:
-                row["stats"] = stats_json_from_values(row["stats_parsed"])
-            try:
-                action = action_from_json({name: row})
-            except CorruptLogError as exc:
-                raise CorruptLogError(f"checkpoint {path}: {exc.message}") from exc
-            if action is not None:
-                actions.append(action)
-    return actions
+            if row is not None:
+                part.add_row(path, name, row)
+    return part
 
 
-def read_checkpoint(storage: Storage, version: int, parts: int | None = None) -> list[Action]:
-    """Read the actions of a classic (``parts=None``) or multi-part checkpoint.
+def _read_json_part(storage: Storage, path: str) -> _Part:
+    data = _read_bytes(storage, path, "checkpoint")
+    part = _Part()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptLogError(f"checkpoint {path} is not valid UTF-8 ({exc})") from exc
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise CorruptLogError(f"checkpoint {path} line {lineno} is not JSON ({exc})") from exc
+        if not isinstance(obj, dict):
+            raise CorruptLogError(f"checkpoint {path} line {lineno} is not a JSON object")
+        for name, body in obj.items():
+            if name in _ACTION_COLUMNS or name in _V2_COLUMNS:
+                if body is not None and not isinstance(body, dict):
+                    raise CorruptLogError(
+                        f"checkpoint {path} line {lineno}: {name} is not an object"
+                    )
+                if body is not None:
+                    part.add_row(path, name, body)
+    return part
+
+
+def _sidecar_path(path: str, checkpoint: str) -> str:
+    """The storage path of a ``sidecar`` action's file: always in ``_delta_log/_sidecars``."""
+    name = unquote(path)
+    marker = f"{LOG_DIR}/{SIDECAR_DIR}/"
+    if marker in name:
+        name = name.rsplit(marker, 1)[1]
+    if not name or "/" in name or name in (".", ".."):
+        raise CorruptLogError(
+            f"checkpoint {checkpoint} names sidecar {path!r}, which is not a file of "
+            f"{LOG_DIR}/{SIDECAR_DIR}/"
+        )
+    return f"{LOG_DIR}/{SIDECAR_DIR}/{name}"
+
+
+def checkpoint_files(version: int, parts: int | None) -> list[str]:
+    """The paths of a classic (``parts=None``) or multi-part checkpoint of ``version``."""
+    if parts is None:
+        return [checkpoint_path(version)]
+    return [multipart_checkpoint_path(version, i, parts) for i in range(1, parts + 1)]
+
+
+def read_checkpoint(
+    storage: Storage,
+    version: int,
+    parts: int | None = None,
+    *,
+    files: Sequence[str] | None = None,
+) -> list[Action]:
+    """Read the actions of a checkpoint: classic, multi-part, or V2 (``v2Checkpoint``).
+
+    A V2-spec checkpoint (UUID-named ``N.checkpoint.<uuid>.json|parquet``, or a classic
+    name holding a ``checkpointMetadata`` row) has exactly one ``checkpointMetadata``
+    (whose ``version`` must be ``version``) and may list ``sidecar`` files in
+    ``_delta_log/_sidecars/`` holding its ``add``/``remove`` rows; they are read too.
+    An ``add`` without ``stats`` gets them rebuilt from ``stats_parsed``, typed by the
+    checkpoint's ``metaData`` schema (a ``timestamp`` keeps its ``Z``).
 
     Args:
         storage: The table storage.
         version: The checkpoint's version.
         parts: Number of parts of a multi-part checkpoint; None for a single file.
+        files: The checkpoint's files (``_delta_log/...`` paths), when not the classic
+            names (a UUID-named checkpoint).
 
     Returns:
         Its actions (removes first, then the others), ready for replay.
 
     Raises:
-        CorruptLogError: A file is missing or not a readable checkpoint.
-        UnsupportedProtocolError: It is a V2 checkpoint (``checkpointMetadata``/``sidecar``).
+        CorruptLogError: A file is missing or unreadable, a V2 checkpoint has no (or more
+            than one) ``checkpointMetadata``, or one for another version, or a multi-part
+            checkpoint holds V2 rows.
     """
-    paths: Sequence[str]
-    if parts is None:
-        paths = [checkpoint_path(version)]
-    else:
-        paths = [multipart_checkpoint_path(version, i, parts) for i in range(1, parts + 1)]
-    actions: list[Action] = []
+    paths = list(files) if files is not None else checkpoint_files(version, parts)
+    pieces: list[_Part] = []
     for path in paths:
-        actions.extend(_read_part(storage, path))
+        if path.endswith(".json"):
+            pieces.append(_read_json_part(storage, path))
+        else:
+            pieces.append(_read_parquet_part(storage, path, _ACTION_COLUMNS + _V2_COLUMNS))
+    meta_rows = [row for piece in pieces for row in piece.checkpoint_metadata]
+    sidecars = [row for piece in pieces for row in piece.sidecars]
+    uuid_named = files is not None and len(paths) == 1 and parts is None
+    if len(paths) > 1 and (meta_rows or sidecars):
+        raise CorruptLogError(
+            f"multi-part checkpoint {version} holds checkpointMetadata or sidecar rows, "
+            "which only V2 checkpoints may hold; the checkpoint is invalid"
+        )
+    if meta_rows or sidecars or uuid_named:
+        if len(meta_rows) != 1:
+            raise CorruptLogError(
+                f"V2 checkpoint {paths[0]} has {len(meta_rows)} checkpointMetadata rows "
+                "(exactly one is required); the checkpoint is invalid"
+            )
+        if meta_rows[0].get("version") != version:
+            raise CorruptLogError(
+                f"V2 checkpoint {paths[0]} says it is version "
+                f"{meta_rows[0].get('version')!r}, but its name says {version}"
+            )
+        for sidecar in sidecars:
+            ref = sidecar.get("path")
+            if not isinstance(ref, str):
+                raise CorruptLogError(f"checkpoint {paths[0]}: sidecar lacks a path: {sidecar}")
+            pieces.append(
+                _read_parquet_part(
+                    storage, _sidecar_path(ref, paths[0]), ("add", "remove"), "sidecar"
+                )
+            )
+    metadata = next(
+        (a for piece in pieces for a in piece.actions if isinstance(a, Metadata)), None
+    )
+    types = stats_types(metadata.schema_string) if metadata is not None else {}
+    actions: list[Action] = []
+    for piece in pieces:
+        for index, parsed in piece.pending_stats:
+            add = piece.actions[index]
+            assert isinstance(add, AddFile)
+            piece.actions[index] = replace(add, stats=stats_json_from_values(parsed, types))
+        actions.extend(piece.actions)
     # A checkpoint is reconciled state: order does not matter, except that a file both
     # added and removed (never written by a correct writer) must stay live.
     removes = [a for a in actions if isinstance(a, RemoveFile)]

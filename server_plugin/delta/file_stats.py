@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+from collections.abc import Mapping
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -313,27 +314,63 @@ def compute_safe_stats(table: pa.Table | pa.RecordBatch, num_indexed_cols: int =
     return None if unbounded else text
 
 
-def stats_json_from_values(stats: Any) -> str | None:
+def stats_types(schema_string: str) -> dict[tuple[str, ...], str]:
+    """The Delta type of every timestamp-like leaf of a schema, by column path.
+
+    Only ``timestamp`` and ``timestamp_ntz`` leaves (inside structs) are listed: those are
+    the bounds whose text depends on the type (a ``Z`` or not).
+    """
+    out: dict[tuple[str, ...], str] = {}
+
+    def visit(t: Any, path: tuple[str, ...]) -> None:
+        if isinstance(t, str):
+            if t in ("timestamp", "timestamp_ntz"):
+                out[path] = t
+        elif isinstance(t, dict) and t.get("type") == "struct":
+            for f in t.get("fields") or []:
+                if isinstance(f, dict) and isinstance(f.get("name"), str):
+                    visit(f.get("type"), (*path, f["name"]))
+
+    try:
+        visit(json.loads(schema_string), ())
+    except ValueError:
+        return {}
+    return out
+
+
+def stats_json_from_values(
+    stats: Any, types: Mapping[tuple[str, ...], str] | None = None
+) -> str | None:
     """Encode a parsed stats object (e.g. a checkpoint's ``add.stats_parsed`` row) as JSON.
 
-    Values are encoded like :func:`compute_stats` does: datetimes as UTC ISO strings
-    floored to milliseconds, dates as ``YYYY-MM-DD``, decimals as exact numbers. Bounds
+    Values are encoded like :func:`compute_stats` does: dates as ``YYYY-MM-DD``,
+    decimals as exact numbers, datetimes floored to milliseconds. A bound of a
+    ``timestamp`` column (per ``types``) is an instant written with ``Z``, whether the
+    parquet gave it with a zone or without one (INT96 and ``isAdjustedToUTC=false``
+    files come back naive, in UTC); a ``timestamp_ntz`` bound is written without ``Z``.
+    Without ``types``, an aware datetime gets ``Z`` and a naive one does not. Bounds
     that JSON cannot express (NaN, ±Infinity, bytes) are dropped.
 
     Args:
         stats: A dict with ``numRecords``, ``minValues``, ``maxValues``, ``nullCount``.
+        types: ``timestamp``/``timestamp_ntz`` by column path (see :func:`stats_types`).
 
     Returns:
         The stats JSON, or None when ``stats`` is not a dict.
     """
     if not isinstance(stats, dict):
         return None
+    known = types or {}
 
-    def convert(value: Any) -> Any:
+    def convert(value: Any, path: tuple[str, ...] | None) -> Any:
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():
-                converted = convert(v)
+                if path is None:
+                    child: tuple[str, ...] | None = () if k in ("minValues", "maxValues") else None
+                else:
+                    child = (*path, str(k))
+                converted = convert(v, child)
                 if converted is not _DROP and not (isinstance(converted, dict) and not converted):
                     out[str(k)] = converted
             return out
@@ -346,16 +383,18 @@ def stats_json_from_values(stats: Any) -> str | None:
         if isinstance(value, Decimal):
             return _RawNumber(format(value, "f")) if value.is_finite() else _DROP
         if isinstance(value, _dt.datetime):
+            declared = known.get(path) if path is not None else None
             if value.tzinfo is None:
                 ms = (value - _dt.datetime(1970, 1, 1)) // _dt.timedelta(milliseconds=1)
-                return _format_timestamp_ms(ms, utc=False) or _DROP
-            ms = (value - _EPOCH) // _dt.timedelta(milliseconds=1)
-            return _format_timestamp_ms(ms, utc=True) or _DROP
+            else:
+                ms = (value - _EPOCH) // _dt.timedelta(milliseconds=1)
+            utc = declared == "timestamp" if declared is not None else value.tzinfo is not None
+            return _format_timestamp_ms(ms, utc=utc) or _DROP
         if isinstance(value, _dt.date):
             return value.isoformat()
         return value
 
-    converted = convert(stats)
+    converted = convert(stats, None)
     return _encode(converted)
 
 

@@ -20,6 +20,7 @@ from .storage import Storage
 __all__ = [
     "LAST_CHECKPOINT_PATH",
     "LOG_DIR",
+    "SIDECAR_DIR",
     "LastCheckpoint",
     "check_version",
     "checkpoint_path",
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 LOG_DIR = DELTA_LOG
 LAST_CHECKPOINT_PATH = f"{LOG_DIR}/_last_checkpoint"
+SIDECAR_DIR = "_sidecars"
+"""The directory of V2 checkpoint sidecar files, inside ``_delta_log``."""
 
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")

@@ -35,7 +35,6 @@ from qbeast_connect.exceptions import (
     CorruptLogError,
     InvalidOptionError,
     TableNotFoundError,
-    UnsupportedProtocolError,
 )
 
 from .actions import (
@@ -65,7 +64,7 @@ from .properties import (
     SET_TRANSACTION_RETENTION,
     get_interval_ms,
 )
-from .protocol import check_readable
+from .protocol import check_readable, check_type_changes
 from .snapshot import DeltaSnapshot
 from .storage import FileInfo, Storage
 from .uris import normalize_path
@@ -94,15 +93,17 @@ class CheckpointRef:
 
     Attributes:
         version: Table version the checkpoint describes.
-        parts: None for a classic single file, else the number of parts.
+        parts: None for a single file (classic or UUID-named), else the number of parts.
         files: The checkpoint's file(s) (``_delta_log``-relative names), in part order.
         mtime_ms: Newest modification time among the files.
+        uuid_named: A UUID-named V2 checkpoint (``N.checkpoint.<uuid>.json|parquet``).
     """
 
     version: int
     parts: int | None
     files: tuple[FileInfo, ...]
     mtime_ms: int
+    uuid_named: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +112,8 @@ class LogListing:
 
     Attributes:
         commits: Commit files by version.
-        checkpoints: Complete classic or multi-part checkpoints by version (a classic
-            file is preferred when both exist).
+        checkpoints: Complete checkpoints by version: a classic file is preferred, then
+            a UUID-named (V2) one, then a complete multi-part one.
         uuid_checkpoints: Versions with UUID-named (V2) checkpoints.
         complete_from: Lowest version the listing covers (0 for a full listing).
     """
@@ -160,7 +161,7 @@ def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
     commits: dict[int, FileInfo] = {}
     singles: dict[int, FileInfo] = {}
     multis: dict[tuple[int, int], dict[int, FileInfo]] = {}
-    uuids: set[int] = set()
+    uuids: dict[int, FileInfo] = {}
     for info in storage.list_prefix(LOG_DIR, start_after=start_after):
         parsed = parse_log_file_name(info.name)
         if parsed is None:
@@ -175,8 +176,8 @@ def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
         elif kind == "multipart":
             assert part is not None and parts is not None
             multis.setdefault((version, parts), {})[part] = info
-        else:
-            uuids.add(version)
+        elif version not in uuids or info.name < uuids[version].name:
+            uuids[version] = info  # racing writers: any one of them will do
     checkpoints: dict[int, CheckpointRef] = {}
     for (version, parts), found in sorted(multis.items()):
         if len(found) == parts and version not in checkpoints:
@@ -184,6 +185,8 @@ def list_log(storage: Storage, *, from_version: int = 0) -> LogListing:
             checkpoints[version] = CheckpointRef(
                 version, parts, files, max(f.mtime_ms for f in files)
             )
+    for version, info in uuids.items():
+        checkpoints[version] = CheckpointRef(version, None, (info,), info.mtime_ms, True)
     for version, info in singles.items():
         checkpoints[version] = CheckpointRef(version, None, (info,), info.mtime_ms)
     return LogListing(commits, checkpoints, frozenset(uuids), from_version)
@@ -305,6 +308,12 @@ def _finish(
         raise CorruptLogError(
             f"no metaData action found up to version {version}; the log is incomplete"
         )
+    if state.metadata.invalid is not None:
+        raise CorruptLogError(
+            f"the metaData action in effect at version {version} is invalid: "
+            f"{state.metadata.invalid}"
+        )
+    check_type_changes(state.metadata)
     txns = state.txns
     retention = get_interval_ms(state.metadata.configuration, SET_TRANSACTION_RETENTION, None)
     if retention is not None:
@@ -347,18 +356,23 @@ def read_commit(storage: Storage, version: int) -> list[Action]:
     """Read and decode commit ``version``.
 
     Raises:
-        InvalidOptionError: The commit file does not exist (never written, or removed
-            by log cleanup).
+        InvalidOptionError: The commit file does not exist (newer than the latest version,
+            or removed by log cleanup: "can no longer be rebuilt").
         CorruptLogError: The file cannot be decoded.
     """
     path = commit_path(version)
     try:
         data = storage.read_bytes(path)
     except FileNotFoundError as exc:
-        raise InvalidOptionError(
-            f"commit {version} does not exist in {storage.root}/{LOG_DIR}; it was never "
-            "written or was removed by log cleanup"
-        ) from exc
+        listing = list_log(storage)
+        latest = listing.latest_version
+        if latest is None or version > latest:
+            raise InvalidOptionError(
+                f"commit {version} does not exist in {storage.root}/{LOG_DIR}; the latest "
+                f"version is {latest}"
+            ) from exc
+        newer = [v for v in listing.commits if v > version]
+        raise _cleaned_up(storage, version, min(newer) if newer else None) from exc
     return decode_commit(data, source=path)
 
 
@@ -386,6 +400,15 @@ def _plans(listing: LogListing, target: int) -> list[tuple[CheckpointRef | None,
         if all(v in listing.commits for v in needed):
             plans.append((cp, needed))
     return plans
+
+
+def _cleaned_up(storage: Storage, version: int, earliest: int | None) -> InvalidOptionError:
+    """The one error for a version whose commits log cleanup removed (no checkpoint covers it)."""
+    start = "" if earliest is None else f" (the log starts at version {earliest})"
+    return InvalidOptionError(
+        f"version {version} of {storage.root} can no longer be rebuilt: log cleanup removed "
+        f"its commits and no checkpoint covers it{start}; time travel to a newer version"
+    )
 
 
 def _gap_message(listing: LogListing, target: int) -> str:
@@ -458,24 +481,14 @@ def read_state(storage: Storage, version: int | None = None) -> ReplayState:
 def _build(storage: Storage, listing: LogListing, target: int) -> ReplayState:
     plans = _plans(listing, target)
     if not plans:
-        newer_uuid = [v for v in listing.uuid_checkpoints if v <= target]
-        if newer_uuid:
-            raise UnsupportedProtocolError(
-                f"version {target} can only be reconstructed from a V2 (UUID-named) "
-                f"checkpoint at version {max(newer_uuid)}, which needs the v2Checkpoint "
-                "feature that qbeast-connect does not support; read the table with Spark"
-            )
         earliest = min(listing.commits) if listing.commits else None
         if (
             earliest is not None
             and target < earliest
             and not any(v <= target for v in listing.checkpoints)
         ):
-            raise InvalidOptionError(
-                f"version {target} of {storage.root} can no longer be reconstructed: "
-                f"the log starts at version {earliest} (older commits were cleaned up); "
-                "time travel to a newer version"
-            )
+            # the log's start was cleaned up and no checkpoint covers the target
+            raise _cleaned_up(storage, target, earliest)
         raise CorruptLogError(_gap_message(listing, target))
 
     first_error: CorruptLogError | None = None
@@ -483,7 +496,8 @@ def _build(storage: Storage, listing: LogListing, target: int) -> ReplayState:
         state = _Replay(storage.root_uri)
         try:
             if cp is not None:
-                state.apply(read_checkpoint(storage, cp.version, cp.parts))
+                files = [f"{LOG_DIR}/{f.name}" for f in cp.files] if cp.uuid_named else None
+                state.apply(read_checkpoint(storage, cp.version, cp.parts, files=files))
             for v in commit_versions:
                 info = listing.commits[v]
                 data = storage.read_bytes(f"{LOG_DIR}/{info.name}")

@@ -3,7 +3,16 @@
 We implement protocol **(1, 2)**: reader version 1, writer version 2 (``appendOnly`` and
 ``invariants``; SQL invariants cannot be evaluated here, so a table that declares one
 is refused for writing). Explicit feature lists are accepted (reader 3 / writer 7) only
-when every listed feature is supported.
+when every listed feature is supported:
+
+* ``v2Checkpoint`` (reader+writer): UUID-named checkpoints, ``checkpointMetadata`` and
+  ``sidecar`` files are read; our own checkpoints on such a table follow the V2 spec.
+* ``timestampNtz`` (reader+writer): the ``timestamp_ntz`` type.
+* ``typeWidening`` / ``typeWidening-preview`` (reader+writer): files written before a
+  widening are read as the table type; we never change a type ourselves.
+* ``domainMetadata`` (writer): domains are replayed, checkpointed and kept; we never
+  write ``domainMetadata`` actions ourselves.
+* ``vacuumProtocolCheck`` (reader only), ``appendOnly``, ``invariants`` (writer).
 
 Everything else is refused *before* the schema, files or stats are used, with an
 UnsupportedProtocolError naming the unsupported versions or features.
@@ -11,7 +20,9 @@ UnsupportedProtocolError naming the unsupported versions or features.
 
 from __future__ import annotations
 
-from qbeast_connect.exceptions import UnsupportedProtocolError
+import re
+
+from qbeast_connect.exceptions import CorruptLogError, UnsupportedProtocolError
 
 from .actions import Metadata, Protocol
 from .properties import (
@@ -21,7 +32,12 @@ from .properties import (
     get_bool,
     get_int,
 )
-from .schema import delta_to_arrow_schema, schema_field_metadata_keys, schema_primitive_types
+from .schema import (
+    delta_to_arrow_schema,
+    schema_field_metadata_keys,
+    schema_primitive_types,
+    schema_type_changes,
+)
 
 __all__ = [
     "DEFAULT_PROTOCOL",
@@ -30,7 +46,9 @@ __all__ = [
     "SUPPORTED_READER_FEATURES",
     "SUPPORTED_WRITER_FEATURES",
     "check_readable",
+    "check_type_changes",
     "check_writable",
+    "has_feature",
 ]
 
 DEFAULT_PROTOCOL = Protocol(1, 2, None, None)
@@ -39,11 +57,29 @@ DEFAULT_PROTOCOL = Protocol(1, 2, None, None)
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
 
-SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({"deletionVectors", "vacuumProtocolCheck"})
+SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
+    {
+        "deletionVectors",
+        "vacuumProtocolCheck",
+        "v2Checkpoint",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+    }
+)
 """Reader features (reader version 3) we can read with."""
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
-    {"appendOnly", "deletionVectors", "invariants"}
+    {
+        "appendOnly",
+        "deletionVectors",
+        "invariants",
+        "v2Checkpoint",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+        "domainMetadata",
+    }
 )
 """Writer features (writer version 7) we honour when writing."""
 
@@ -181,10 +217,82 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
         SUPPORTED_WRITER_FEATURES,
         f"cannot write; {_FIX_WRITE}",
     )
-    _check_metadata_writable(metadata)
+    _check_metadata_writable(protocol, metadata)
 
 
-def _check_metadata_writable(metadata: Metadata) -> None:
+def has_feature(protocol: Protocol, feature: str) -> bool:
+    """Whether ``feature`` is listed among the protocol's reader or writer features."""
+    return feature in (protocol.reader_features or ()) or feature in (
+        protocol.writer_features or ()
+    )
+
+
+_INTEGERS = ("byte", "short", "integer", "long")
+
+
+def _widening_allowed(from_type: str, to_type: str) -> bool:
+    """Whether Delta's type widening allows ``from_type`` -> ``to_type`` (PROTOCOL.md)."""
+    if from_type in _INTEGERS and to_type in _INTEGERS:
+        return _INTEGERS.index(from_type) < _INTEGERS.index(to_type)
+    if from_type == "float" and to_type == "double":
+        return True
+    if from_type in ("byte", "short", "integer") and to_type == "double":
+        return True
+    if from_type == "date" and to_type == "timestamp_ntz":
+        return True
+    to_decimal = _DECIMAL_RE.match(to_type)
+    if to_decimal is None:
+        return False
+    to_p, to_s = int(to_decimal.group(1)), int(to_decimal.group(2))
+    from_decimal = _DECIMAL_RE.match(from_type)
+    if from_decimal is not None:
+        from_p, from_s = int(from_decimal.group(1)), int(from_decimal.group(2))
+    elif from_type in ("byte", "short", "integer"):
+        from_p, from_s = 10, 0
+    elif from_type == "long":
+        from_p, from_s = 20, 0
+    else:
+        return False
+    k1, k2 = to_p - from_p, to_s - from_s
+    return k1 >= k2 >= 0
+
+
+_DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+
+
+def check_type_changes(metadata: Metadata) -> None:
+    """Refuse a schema whose ``delta.typeChanges`` holds a change we cannot read.
+
+    Type widening (PROTOCOL.md "Reader Requirements for Type Widening"): readers must
+    validate every recorded change and convert the values of older files to the current
+    type, which our reads do for the changes Delta allows (integers to wider integers,
+    to double or to a wide enough decimal, float to double, date to timestamp_ntz,
+    decimal precision/scale increases).
+
+    Raises:
+        UnsupportedProtocolError: A recorded change is not one of those.
+        CorruptLogError: A ``delta.typeChanges`` entry is malformed.
+    """
+    for path, changes in schema_type_changes(metadata.schema_string).items():
+        for change in changes:
+            if not isinstance(change, dict):
+                raise CorruptLogError(
+                    f"column {path}: delta.typeChanges entry {change!r} is not an object"
+                )
+            from_type, to_type = change.get("fromType"), change.get("toType")
+            if not isinstance(from_type, str) or not isinstance(to_type, str):
+                raise CorruptLogError(
+                    f"column {path}: delta.typeChanges entry {change!r} lacks fromType/toType"
+                )
+            if not _widening_allowed(from_type, to_type):
+                where = path if not change.get("fieldPath") else f"{path}.{change['fieldPath']}"
+                raise UnsupportedProtocolError(
+                    f"column {where} was changed from {from_type} to {to_type}, a type "
+                    f"change qbeast-connect cannot read; {_FIX_READ}"
+                )
+
+
+def _check_metadata_writable(protocol: Protocol, metadata: Metadata) -> None:
     mode = metadata.configuration.get(COLUMN_MAPPING_MODE)
     if mode not in (None, "none"):
         raise UnsupportedProtocolError(
@@ -209,10 +317,13 @@ def _check_metadata_writable(metadata: Metadata) -> None:
             f"columns [{', '.join(invariants)}] declare SQL invariants (delta.invariants), "
             f"which qbeast-connect cannot evaluate; {_FIX_WRITE}"
         )
-    if "timestamp_ntz" in schema_primitive_types(metadata.schema_string):
+    if "timestamp_ntz" in schema_primitive_types(
+        metadata.schema_string
+    ) and not has_feature(protocol, "timestampNtz"):
         raise UnsupportedProtocolError(
             "the schema has a timestamp_ntz column, which needs the timestampNtz feature "
-            "that qbeast-connect does not support; store instants as UTC timestamps"
+            "in the table protocol (reader 3 / writer 7); store instants as UTC "
+            "timestamps, or create the table with that feature"
         )
     get_bool(metadata.configuration, APPEND_ONLY)
     get_int(metadata.configuration, CHECKPOINT_INTERVAL, 10)

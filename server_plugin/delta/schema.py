@@ -29,7 +29,12 @@ import pyarrow as pa
 
 from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError, UnsupportedProtocolError
 
-__all__ = ["arrow_schema_to_delta", "arrow_type_to_delta", "delta_to_arrow_schema"]
+__all__ = [
+    "arrow_schema_to_delta",
+    "arrow_type_to_delta",
+    "delta_to_arrow_schema",
+    "schema_type_changes",
+]
 
 _PRIMITIVES_TO_ARROW: dict[str, pa.DataType] = {
     "boolean": pa.bool_(),
@@ -311,6 +316,31 @@ def schema_field_metadata_keys(schema_string: str) -> dict[str, set[str]]:
                     meta = f.get("metadata") or {}
                     if meta:
                         out[path] = set(meta)
+                    visit(f.get("type"), path)
+            elif kind == "array":
+                visit(t.get("elementType"), f"{where}.element")
+            elif kind == "map":
+                visit(t.get("keyType"), f"{where}.key")
+                visit(t.get("valueType"), f"{where}.value")
+
+    visit(json.loads(schema_string), None)
+    return out
+
+
+def schema_type_changes(schema_string: str) -> dict[str, list[Any]]:
+    """Return the ``delta.typeChanges`` lists (type widening history) per column path."""
+    out: dict[str, list[Any]] = {}
+
+    def visit(t: Any, where: str | None) -> None:
+        if isinstance(t, dict):
+            kind = t.get("type")
+            if kind == "struct":
+                for f in t.get("fields", []):
+                    path = f["name"] if where is None else f"{where}.{f['name']}"
+                    meta = f.get("metadata") or {}
+                    changes = meta.get("delta.typeChanges") if isinstance(meta, dict) else None
+                    if changes is not None:
+                        out[path] = changes if isinstance(changes, list) else [changes]
                     visit(f.get("type"), path)
             elif kind == "array":
                 visit(t.get("elementType"), f"{where}.element")

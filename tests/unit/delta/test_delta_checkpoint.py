@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from delta_testlib import append, create_table, qbeast_tags, read_rows, sort_rows
 
-from qbeast_connect.exceptions import CorruptLogError, UnsupportedProtocolError
+from qbeast_connect.exceptions import CorruptLogError
 from server_plugin.delta.actions import Metadata, Protocol, RemoveFile
 from server_plugin.delta.checkpoint import (
     CHECKPOINT_SCHEMA,
@@ -242,23 +242,6 @@ def test_tombstones_expire_in_checkpoints() -> None:
     rows = checkpoint_table(snap, now_ms=now).to_pylist()
     assert [r["remove"]["path"] for r in rows if r["remove"]] == ["new"]
     assert [r["remove"]["dataChange"] for r in rows if r["remove"]] == [False]
-
-
-def test_v2_checkpoint_rows_are_refused(tmp_path: Path) -> None:
-    storage = LocalStorage(tmp_path)
-    table = pa.table(
-        {
-            "checkpointMetadata": pa.array([{"version": 3}], pa.struct([("version", pa.int64())])),
-            "protocol": pa.array([None], CHECKPOINT_SCHEMA.field("protocol").type),
-        }
-    )
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    storage.put_atomic(
-        "_delta_log/00000000000000000003.checkpoint.parquet", sink.getvalue().to_pybytes()
-    )
-    with pytest.raises(UnsupportedProtocolError, match="v2Checkpoint"):
-        read_checkpoint(storage, 3)
 
 
 def test_checkpoint_interval_property() -> None:

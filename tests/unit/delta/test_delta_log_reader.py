@@ -256,8 +256,13 @@ def test_cleaned_up_versions_cannot_be_time_travelled(tmp_path: Path) -> None:
     put(storage, 1, [add("a")])
     put(storage, 2, [add("b")])
     os.unlink(tmp_path / "_delta_log" / "00000000000000000000.json")
-    with pytest.raises(InvalidOptionError, match="no longer be reconstructed"):
+    with pytest.raises(InvalidOptionError, match="version 0 .* can no longer be rebuilt"):
         read_snapshot(storage, 0)
+    # reading the commit itself says the same, with the same code
+    with pytest.raises(InvalidOptionError, match="version 0 .* can no longer be rebuilt"):
+        read_commit(storage, 0)
+    with pytest.raises(InvalidOptionError, match="does not exist"):
+        read_commit(storage, 3)
 
 
 def test_corrupt_commit_names_the_file(tmp_path: Path) -> None:

@@ -26,9 +26,9 @@ META = Metadata(id="t", schema_string=SCHEMA)
     ("protocol", "named"),
     [
         (Protocol(2, 5), "columnMapping"),
-        (Protocol(3, 7, ("timestampNtz",), ("timestampNtz",)), "timestampNtz"),
+        (Protocol(3, 7, ("variantType",), ("variantType",)), "variantType"),
         (Protocol(3, 7, ("columnMapping",), ("columnMapping",)), "columnMapping"),
-        (Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)), "v2Checkpoint"),
+        (Protocol(3, 7, ("catalogManaged",), ("catalogManaged",)), "catalogManaged"),
         (Protocol(3, 7, ("someFutureFeature",), ("someFutureFeature",)), "someFutureFeature"),
         (Protocol(3, 7, ("deletionVectors-preview",), ()), "deletionVectors-preview"),
         (Protocol(4, 7, (), ()), "minReaderVersion 4"),
@@ -49,6 +49,10 @@ def test_read_refused(protocol: Protocol, named: str) -> None:
         Protocol(1, 1),
         Protocol(3, 7, ("vacuumProtocolCheck",), ()),
         Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
+        Protocol(3, 7, ("timestampNtz",), ("timestampNtz",)),
+        Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)),
+        Protocol(3, 7, ("typeWidening",), ("typeWidening",)),
+        Protocol(3, 7, ("typeWidening-preview",), ("typeWidening-preview",)),
     ],
 )
 def test_read_allowed(protocol: Protocol) -> None:
@@ -65,7 +69,8 @@ def test_read_allowed(protocol: Protocol) -> None:
         (Protocol(1, 8), "minWriterVersion 8"),
         (Protocol(1, 7, None, ("appendOnly", "changeDataFeed")), "changeDataFeed"),
         (Protocol(1, 7, None, ("someFutureFeature",)), "someFutureFeature"),
-        (Protocol(1, 7, None, ("domainMetadata",)), "domainMetadata"),
+        (Protocol(1, 7, None, ("domainMetadata", "rowTracking")), "rowTracking"),
+        (Protocol(1, 7, None, ("clustering",)), "clustering"),
         (Protocol(1, 7, None, None), "writerFeatures"),
         (Protocol(2, 5), "columnMapping"),  # the read check comes first
     ],
@@ -84,6 +89,10 @@ def test_write_refused(protocol: Protocol, named: str) -> None:
         Protocol(1, 7, None, ("appendOnly", "invariants")),
         Protocol(3, 7, (), ("appendOnly", "invariants")),
         Protocol(3, 7, (), ()),
+        Protocol(1, 7, None, ("domainMetadata",)),
+        Protocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint", "domainMetadata")),
+        Protocol(3, 7, ("timestampNtz",), ("timestampNtz",)),
+        Protocol(3, 7, ("typeWidening",), ("typeWidening",)),
     ],
 )
 def test_write_allowed(protocol: Protocol) -> None:
