@@ -22,6 +22,7 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
     UnsafePathError,
     UnsupportedInputError,
+    UnsupportedOperationError,
     UnsupportedProtocolError,
 )
 from qbeast_connect.progress import set_progress
@@ -60,6 +61,7 @@ __all__ = [
     "TableNotFoundError",
     "UnsafePathError",
     "UnsupportedInputError",
+    "UnsupportedOperationError",
     "UnsupportedProtocolError",
     "WriteResult",
     "__version__",

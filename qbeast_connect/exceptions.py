@@ -34,6 +34,7 @@ __all__ = [
     "UncoverableRangeError",
     "UnsafePathError",
     "UnsupportedInputError",
+    "UnsupportedOperationError",
     "UnsupportedProtocolError",
     "error_class_for_code",
     "error_from_text",
@@ -136,6 +137,10 @@ class ServerUnavailableError(QbeastError, ConnectionError, code="QBEAST_SERVER_U
 
 class UnsupportedInputError(QbeastError, ValueError, code="QBEAST_UNSUPPORTED_INPUT"):
     """The input (a value, a column name, a predicate) is valid Spark but cannot be handled."""
+
+
+class UnsupportedOperationError(QbeastError, code="QBEAST_UNSUPPORTED_OPERATION"):
+    """The operation is not available on this table (the message names what to use)."""
 
 
 class InputChangedError(QbeastError, code="QBEAST_INPUT_CHANGED"):

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
     from qbeast_connect.approx import ApproxResult
     from qbeast_connect.metrics import IndexMetrics
+    from qbeast_connect.row_changes import RowChangeResult
 
 
 @dataclass(frozen=True)
@@ -421,6 +422,60 @@ class QbeastTable:
         return vacuum(self._spark, self._path, retentionHours, dryRun, enforceRetentionDuration)
 
     # -- reading ---------------------------------------------------------------------
+
+    def delete(
+        self, condition: Column | str | None = None, options: Mapping[str, str] | None = None
+    ) -> RowChangeResult:
+        """Delete the rows ``condition`` (SQL text or a Column; None: every row) is TRUE
+        for, keeping the index, in one Delta ``DELETE`` commit (``DeltaTable.delete``).
+
+        Only files the index and the statistics cannot rule out are read, only files holding
+        a matching row are rewritten; the surviving rows keep their weights and join the
+        tree as appended rows do (:mod:`qbeast_connect.row_changes`). Runs on the table's
+        latest version, whatever version this object was opened at.
+
+        Args:
+            condition: which rows to delete.
+            options: write options for the rewritten files (``userMetadata``, ...).
+
+        Returns:
+            Rows deleted and copied, files removed and added, the version (None when no
+            row matched: nothing is committed).
+
+        Raises:
+            InvalidOptionError: an empty or mistyped condition.
+            NotAQbeastTableError: the table has no qbeast metadata.
+            UnsupportedOperationError: a partitioned table.
+            CommitConflictError: a concurrent commit changed a file the delete rewrites.
+        """
+        from qbeast_connect.row_changes import delete_rows
+
+        return delete_rows(self.refresh(), condition, options)
+
+    def update(
+        self,
+        condition: Column | str | None = None,
+        set: Mapping[str, Column | str] | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> RowChangeResult:
+        """Set columns of the rows ``condition`` is TRUE for (``DeltaTable.update``):
+        ``set`` maps a column to SQL text or a Column computed from the row's old values,
+        cast to the column's type. An updated row whose indexed values change is placed
+        as an append would place it (a new revision when it leaves the index's space).
+
+        Raises:
+            InvalidOptionError: no ``set``, an unknown column, an empty condition.
+            NotAQbeastTableError: the table has no qbeast metadata.
+            UnsupportedOperationError: a partitioned table.
+            CommitConflictError: a concurrent commit changed a file the update rewrites.
+        """
+        from qbeast_connect.row_changes import update_rows
+
+        return update_rows(self.refresh(), condition, set or {}, options)
+
+    def _candidate_paths(self, where: Column | str | None) -> list[str]:
+        """The files a read with this filter opens (all files when None)."""
+        return list(self._explain(where, None).plan.paths)
 
     def toDF(self) -> DataFrame:  # noqa: N802
         """Every row of the table (all revisions and the staging area)."""

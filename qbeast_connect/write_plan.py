@@ -55,6 +55,7 @@ class WritePlan:
         txn_id: unique id of this write, recorded as ``commitInfo.txnId``.
         user_metadata: ``commitInfo.userMetadata``, or None.
         operation: Delta operation name for ``commitInfo``.
+        operation_parameters: ``commitInfo.operationParameters`` (None: the write's mode).
         data_change: False for writes that only rearrange rows (optimize).
         remove_paths: files this write removes (optimize); overwrite removes all files.
         commit_tags: ``commitInfo.tags`` given directly.
@@ -84,6 +85,7 @@ class WritePlan:
     txn_id: str = ""
     user_metadata: str | None = None
     operation: str = "WRITE"
+    operation_parameters: Mapping[str, str] | None = None
     data_change: bool = True
     remove_paths: tuple[str, ...] = ()
     commit_tags: Mapping[str, str] | None = None
@@ -108,6 +110,9 @@ class WritePlan:
             "txnId": self.txn_id,
             "userMetadata": self.user_metadata,
             "operation": self.operation,
+            "operationParameters": (
+                None if self.operation_parameters is None else dict(self.operation_parameters)
+            ),
             "dataChange": self.data_change,
             "removePaths": list(self.remove_paths),
             "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
@@ -143,6 +148,7 @@ class WritePlan:
                 txn_id=str(data["txnId"]),
                 user_metadata=data["userMetadata"],
                 operation=str(data["operation"]),
+                operation_parameters=data.get("operationParameters"),
                 data_change=bool(data["dataChange"]),
                 remove_paths=tuple(data["removePaths"]),
                 commit_tags=data["commitTags"],

@@ -575,7 +575,11 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
         data_change_only_false=not plan.data_change,
         metadata_commutes=commutes,
     )
-    parameters = {"mode": "Overwrite" if plan.mode == "overwrite" else "Append"}
+    parameters: dict[str, Any] = (
+        dict(plan.operation_parameters)
+        if plan.operation_parameters is not None
+        else {"mode": "Overwrite" if plan.mode == "overwrite" else "Append"}
+    )
     extra: dict[str, Any] = {}
     if plan.user_metadata is not None:
         extra["userMetadata"] = plan.user_metadata

@@ -54,6 +54,7 @@ __all__ = [
     "TableFile",
     "answer_input_files",
     "check_paths_on_driver",
+    "matching_rows_per_file",
     "read_files",
     "read_table_files",
     "reader_for",
@@ -198,6 +199,52 @@ def read_table_files(
     # an object store the server's Spark cannot open, or every file has deleted rows:
     # the plugin reads
     return _plugin_read(spark, root, schema, located, files)
+
+
+def matching_rows_per_file(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    condition: Any,
+) -> dict[str, int] | None:
+    """How many rows of each file ``condition`` (a Column) is TRUE for, by log path, in
+    one Spark job; files without a matching row are absent. None when that cannot be told
+    file by file (a file with a deletion vector or partition values, a reader other than
+    Spark's, or a file name Spark reports that names no file of ``files``): the caller then
+    treats every file as holding matches."""
+    from urllib.parse import unquote, urlparse
+
+    from pyspark.sql import functions as F
+
+    if not files or reader_for(spark, root) != SPARK_READER:
+        return None
+    if any(f[3] or f[2] for f in files):
+        return None
+    located = [resolve_table_file(root, f[0]) for f in files]
+
+    def key(location: str) -> str:
+        parsed = urlparse(location)
+        return unquote(parsed.path) if parsed.scheme else location
+
+    by_key: dict[str, str] = {}
+    for log_path, location in zip((f[0] for f in files), located, strict=True):
+        by_key.setdefault(key(location), log_path)
+    check_paths_on_driver(spark, root, len(located))
+    rows = (
+        _spark_parquet(spark, schema, located)
+        .where(condition)
+        .groupBy(F.col("_metadata.file_path").alias("file"))
+        .count()
+        .collect()
+    )
+    out: dict[str, int] = {}
+    for row in rows:
+        path = by_key.get(key(str(row["file"])))
+        if path is None:
+            return None
+        out[path] = out.get(path, 0) + int(row["count"])
+    return out
 
 
 def _spark_read(

@@ -248,6 +248,8 @@ class _Writer:
         target: Revision | None = None,
         keep_revision: bool = False,
         commit_tags: Mapping[str, str] | None = None,
+        operation_parameters: Mapping[str, str] | None = None,
+        expected_files: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
@@ -259,6 +261,10 @@ class _Writer:
         self.remove_paths = remove_paths
         self.data_change = data_change
         self.operation = operation
+        self.operation_parameters = operation_parameters
+        #: ``remove_paths`` as the caller read them (path -> its deletion vector or None):
+        #: a row-level change computed its rows from them, so they must be unchanged
+        self.expected_files = expected_files
         #: a new revision to index into (optimize merging revisions), else None
         self.target = target
         self.keep_revision = keep_revision
@@ -342,6 +348,8 @@ class _Writer:
         appending = state.exists and self.mode == "append"
         qsnap = state.qbeast() if state.exists else None
         self.table_configuration = state.configuration if state.exists else {}
+        if self.expected_files is not None:
+            self._check_expected_files(state)
         if qsnap is not None and self.remove_paths:
             # the tree the rows join is the one left once the files they come from are gone
             gone = set(self.remove_paths)
@@ -391,6 +399,22 @@ class _Writer:
             # the same txn, committed meanwhile by an earlier attempt of this write
             reason = f"txn {app}@{done} committed by a concurrent write"
             return WriteResult(self.path, None, skipped=True, reason=reason)
+
+    def _check_expected_files(self, state: TableState) -> None:
+        """Refuse the write when a file it replaces changed since the caller read it (a
+        concurrent commit removed it, or gave it another deletion vector)."""
+        assert self.expected_files is not None
+        live = {str(a.get("path")): a.get("deletionVector") for a in state.adds}
+        changed = sorted(
+            p
+            for p, vector in self.expected_files.items()
+            if p not in live or live[p] != vector
+        )
+        if changed:
+            raise CommitConflictError(
+                f"{self.operation}: files it rewrites changed since it read them (version "
+                f"{state.version}): {changed[:5]}; re-read the table and retry the operation"
+            )
 
     def _freeze(self) -> None:
         with translate_errors():
@@ -695,6 +719,7 @@ class _Writer:
             txn_id=txn_id,
             user_metadata=self.options.user_metadata,
             operation=self.operation,
+            operation_parameters=self.operation_parameters,
             data_change=self.data_change,
             remove_paths=self.remove_paths,
             commit_tags=self.commit_tags,

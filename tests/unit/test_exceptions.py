@@ -34,6 +34,7 @@ _CONTRACT: dict[str, tuple[str, tuple[str, ...]]] = {
     "UnsafePathError": ("QBEAST_UNSAFE_PATH", ("QbeastError", "ValueError")),
     "ServerUnavailableError": ("QBEAST_SERVER_UNAVAILABLE", ("QbeastError", "ConnectionError")),
     "UnsupportedInputError": ("QBEAST_UNSUPPORTED_INPUT", ("QbeastError", "ValueError")),
+    "UnsupportedOperationError": ("QBEAST_UNSUPPORTED_OPERATION", ("QbeastError",)),
     "InputChangedError": ("QBEAST_INPUT_CHANGED", ("QbeastError",)),
     "UncoverableRangeError": ("QBEAST_UNCOVERABLE_RANGE", ("QbeastError",)),
 }

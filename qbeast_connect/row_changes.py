@@ -1,0 +1,282 @@
+"""Row-level changes that keep the index: ``QbeastTable.delete`` and ``update``.
+
+One mechanism for both. The condition prunes the files as a read's filter does (the index
+and the files' statistics); one Spark job counts, file by file, the rows it is TRUE for;
+the files holding such rows are read (deletion vectors applied), their rows changed —
+dropped, or given the new values — and written back **as an append writes rows**, in
+the commit that removes the old files:
+
+* a row keeps its weight (the hash of its indexed values), so ``sample(f)`` keeps
+  returning exactly the surviving rows below f's weight; an updated row whose indexed
+  values change gets the weight and the cube of its new values;
+* rows join the latest revision's tree, or a new revision when an updated value lies
+  outside its space, exactly as appended rows would;
+* the commit is a Delta ``DELETE``/``UPDATE`` (``remove`` + ``add`` with
+  ``dataChange=true``, the condition in ``operationParameters.predicate``); it reads only
+  the files it removes, so a concurrent append does not conflict with it, while a
+  concurrent change of one of its files does (``CommitConflictError``, nothing written).
+
+A row is deleted or updated where the condition is TRUE; where it is FALSE or NULL the row
+stays as it is, as in Delta and SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from qbeast_connect.exceptions import InvalidOptionError, UnsupportedOperationError
+from qbeast_connect.options import parse_write_options
+from qbeast_connect.rules.time_partitioning import partitioning_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.connect.session import SparkSession
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.model.revision import Revision
+    from qbeast_connect.spark.snapshot import TableState
+
+__all__ = ["ChangedTable", "RowChangeResult", "delete_rows", "update_rows"]
+
+
+class ChangedTable(Protocol):
+    """What the row-level changes use of a ``QbeastTable`` (at its latest version)."""
+
+    _spark: SparkSession
+    _state: TableState
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def schema(self) -> StructType: ...
+
+    @property
+    def latestRevision(self) -> Revision: ...  # noqa: N802 - QbeastTable's name
+
+    def _require_qbeast(self) -> None: ...
+
+    def _read_files(self, paths: Sequence[str]) -> DataFrame: ...
+
+    def _candidate_paths(self, where: Column | str | None) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class RowChangeResult:
+    """What a ``delete``/``update`` did.
+
+    Attributes:
+        version: the committed version; None when no row matched (nothing committed).
+        num_deleted_rows: rows deleted (``delete``).
+        num_updated_rows: rows updated (``update``).
+        num_copied_rows: rows of the rewritten files that did not match, written again.
+        num_removed_files: files removed.
+        num_added_files: files added.
+        revision_id: the revision the rewritten rows were indexed with.
+    """
+
+    version: int | None
+    num_deleted_rows: int = 0
+    num_updated_rows: int = 0
+    num_copied_rows: int = 0
+    num_removed_files: int = 0
+    num_added_files: int = 0
+    revision_id: int | None = None
+
+
+def _condition(condition: Column | str | None) -> tuple[Column, str]:
+    """The condition as a Column, and its text for ``operationParameters``."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if condition is None:
+        return F.lit(True), "true"
+    if isinstance(condition, str):
+        if not condition.strip():
+            raise InvalidOptionError(
+                'the condition is empty: pass SQL text such as "id = 5", a Column, or '
+                "None for every row"
+            )
+        return F.expr(condition), condition
+    if isinstance(condition, Column):
+        return condition, str(condition)
+    raise InvalidOptionError(
+        f"condition must be SQL text, a Column or None, not {type(condition).__name__}"
+    )
+
+
+def _check_table(table: ChangedTable, operation: str) -> None:
+    table._require_qbeast()
+    state = table._state
+    if partitioning_of(state.configuration) is not None or state.metadata.get("partitionColumns"):
+        raise UnsupportedOperationError(
+            f"{operation} on a partitioned table is not supported yet; use Delta's own "
+            f"{operation} (qc.session(delta=True), then {operation} ... delta.`<path>`) and "
+            "optimize(0) afterwards to index the files it writes"
+        )
+
+
+def _touched(
+    table: ChangedTable, where: Column | str | None, condition: Column
+) -> tuple[list[str], int]:
+    """The files holding a row ``condition`` is TRUE for, and how many such rows."""
+    from qbeast_connect.spark.files import matching_rows_per_file, table_file
+
+    candidates = table._candidate_paths(where)
+    if not candidates:
+        return [], 0
+    adds = {str(a.get("path")): a for a in table._state.adds}
+    files = [table_file(adds[p]) for p in candidates]
+    per_file = matching_rows_per_file(table._spark, table.path, table.schema, files, condition)
+    if per_file is None:
+        # counted over all candidates at once: each is rewritten when any row matches
+        matched = table._read_files(candidates).where(condition).count()
+        return (list(candidates) if matched else []), matched
+    touched = [p for p in candidates if per_file.get(p, 0) > 0]
+    return touched, sum(per_file.values())
+
+
+def _rewrite(
+    table: ChangedTable,
+    rows: DataFrame,
+    touched: list[str],
+    operation: str,
+    predicate: str,
+    options: Mapping[str, str] | None,
+) -> Any:
+    """Write ``rows`` as an append and remove ``touched`` in one commit."""
+    from qbeast_connect.spark.write import _Writer
+
+    latest = table.latestRevision
+    raw: dict[str, Any] = {
+        "columnsToIndex": ",".join(latest.column_names),
+        "cubeSize": latest.desired_cube_size,
+    }
+    for key, value in (options or {}).items():
+        if key in ("columnsToIndex", "cubeSize"):
+            raise InvalidOptionError(
+                f"option {key} is the table's own ({raw[key]}) for a row-level change"
+            )
+        raw[key] = value
+    adds = {str(a.get("path")): a for a in table._state.adds}
+    return _Writer(
+        rows,
+        table.path,
+        "append",
+        parse_write_options(raw),
+        remove_paths=tuple(touched),
+        data_change=True,
+        operation=operation,
+        operation_parameters={"predicate": json.dumps([predicate])},
+        expected_files={p: adds[p].get("deletionVector") for p in touched},
+    ).run()
+
+
+def delete_rows(
+    table: ChangedTable,
+    condition: Column | str | None = None,
+    options: Mapping[str, str] | None = None,
+) -> RowChangeResult:
+    """Delete the rows ``condition`` is TRUE for (every row when None), keeping the index.
+
+    Raises:
+        InvalidOptionError: an empty or mistyped condition.
+        UnsupportedOperationError: a partitioned table.
+        CommitConflictError: a concurrent commit changed a file this delete rewrites.
+    """
+    from pyspark.sql import functions as F
+
+    _check_table(table, "DELETE")
+    cond, text = _condition(condition)
+    touched, matched = _touched(table, condition, cond)
+    if not touched or not matched:
+        return RowChangeResult(None)
+    survivors = table._read_files(touched).where(~F.coalesce(cond, F.lit(False)))
+    result = _rewrite(table, survivors, touched, "DELETE", text, options)
+    if result.version is None:
+        return RowChangeResult(None)
+    return RowChangeResult(
+        result.version,
+        num_deleted_rows=matched,
+        num_copied_rows=result.num_rows,
+        num_removed_files=len(touched),
+        num_added_files=result.num_files,
+        revision_id=result.revision_id,
+    )
+
+
+def update_rows(
+    table: ChangedTable,
+    condition: Column | str | None,
+    assignments: Mapping[str, Column | str],
+    options: Mapping[str, str] | None = None,
+) -> RowChangeResult:
+    """Set ``assignments`` (column -> SQL text or Column, computed from the row's old
+    values and cast to the column's type) on the rows ``condition`` is TRUE for.
+
+    Raises:
+        InvalidOptionError: no assignment, a column the table does not have, an empty or
+            mistyped condition or value.
+        UnsupportedOperationError: a partitioned table.
+        CommitConflictError: a concurrent commit changed a file this update rewrites.
+    """
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.planning.predicate import quote_identifier
+
+    _check_table(table, "UPDATE")
+    if not isinstance(assignments, Mapping) or not assignments:
+        raise InvalidOptionError(
+            'update needs set={column: value}, e.g. set={"price": "price * 1.1"}'
+        )
+    fields = {f.name.lower(): f for f in table.schema.fields}
+    values: dict[str, Column] = {}
+    for name, value in assignments.items():
+        field = fields.get(str(name).lower())
+        if field is None:
+            raise InvalidOptionError(
+                f"update sets column {name!r}, which the table does not have; its columns "
+                f"are {[f.name for f in table.schema.fields]}"
+            )
+        if field.name in values:
+            raise InvalidOptionError(f"update sets column {field.name!r} twice")
+        if isinstance(value, str):
+            column = F.expr(value)
+        elif isinstance(value, Column):
+            column = value
+        else:
+            raise InvalidOptionError(
+                f"the value of {name!r} must be SQL text or a Column, not "
+                f'{type(value).__name__} (write a literal as SQL text: "\'a\'" or "5")'
+            )
+        values[field.name] = column.cast(field.dataType)
+    cond, text = _condition(condition)
+    touched, matched = _touched(table, condition, cond)
+    if not touched or not matched:
+        return RowChangeResult(None)
+    hit = F.coalesce(cond, F.lit(False))
+    rows = table._read_files(touched).select(
+        *[
+            (
+                F.when(hit, values[f.name]).otherwise(F.col(quote_identifier(f.name)))
+                if f.name in values
+                else F.col(quote_identifier(f.name))
+            ).alias(f.name)
+            for f in table.schema.fields
+        ]
+    )
+    result = _rewrite(table, rows, touched, "UPDATE", text, options)
+    if result.version is None:
+        return RowChangeResult(None)
+    return RowChangeResult(
+        result.version,
+        num_updated_rows=matched,
+        num_copied_rows=max(0, result.num_rows - matched),
+        num_removed_files=len(touched),
+        num_added_files=result.num_files,
+        revision_id=result.revision_id,
+    )

@@ -1,0 +1,193 @@
+"""``QbeastTable.delete`` and ``update``: Delta's answers, the index kept (issue #33).
+
+Each change is checked against Spark computing the expected table from the same rows
+(the condition TRUE: deleted or updated; FALSE or NULL: kept as it was), against
+``deltalake`` reading the table, and against the index: every file still carries its
+qbeast tags, the blocks count exactly the live rows, ``sample(f)`` is exactly the rows
+whose weight is below f's, and files without a matching row are not rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+
+import qbeast_connect as qc
+from qbeast_connect import row_changes
+from qbeast_connect.model.weight import weight_from_fraction
+from tests.spark.helpers import deltalake_table, live_adds, log_actions, row_digest, spark_digest
+
+
+def _rows(spark: Any, start: int, end: int) -> Any:
+    return spark.range(start, end, numPartitions=2).selectExpr(
+        "id",
+        "cast(((id * 7919) % 10007) / 10.0 as double) as x",
+        "date_add(date'2024-01-01', cast(id % 300 as int)) as d",
+        "case when id % 11 = 0 then null else concat('k', cast(id % 23 as string)) end as s",
+    )
+
+
+def _write(spark: Any, path: str, n: int = 3000) -> None:
+    qc.write(_rows(spark, 0, n), path, columnsToIndex="x,d", cubeSize=300)
+
+
+def _block_rows(path: str) -> int:
+    total = 0
+    for add in live_adds(path).values():
+        tags = add.get("tags") or {}
+        assert tags.get("revision") not in (None, "0"), add["path"]
+        total += sum(int(b["elementCount"]) for b in json.loads(tags["blocks"]))
+    return total
+
+
+def _check_index(spark: Any, path: str, expected: Any) -> None:
+    """The table reads as ``expected`` everywhere and its index is exact."""
+    digest = spark_digest(expected)
+    table = qc.QbeastTable.forPath(spark, path)
+    assert spark_digest(table.toDF()) == digest
+    assert row_digest(deltalake_table(path)) == digest
+    assert _block_rows(path) == digest[0]
+    for fraction in (0.1, 0.4):
+        threshold = weight_from_fraction(fraction)
+        want = expected.filter(f"hash(x, d) < {threshold}")
+        assert spark_digest(table.sample(fraction)) == spark_digest(want)
+    where = "x BETWEEN 100 AND 300"
+    assert spark_digest(table.filter(where)) == spark_digest(expected.filter(where))
+
+
+def test_delete_matches_spark_and_keeps_the_index(spark: Any, table_path: str) -> None:
+    _write(spark, table_path)
+    before = set(live_adds(table_path))
+    condition = "x < 40 AND s IS NOT NULL"
+    result = qc.QbeastTable.forPath(spark, table_path).delete(condition)
+    original = _rows(spark, 0, 3000)
+    expected = original.where(f"NOT coalesce({condition}, false)")
+    deleted = original.where(condition).count()
+    assert deleted > 0
+    assert result.num_deleted_rows == deleted
+    assert result.version == 1 and result.num_removed_files >= 1
+    assert result.num_copied_rows + deleted == sum(
+        json.loads(a["stats"])["numRecords"]
+        for p, a in live_adds_at(table_path, 0).items()
+        if p not in live_adds(table_path)
+    )
+    after = set(live_adds(table_path))
+    # only files that held a matching row were rewritten
+    assert len(before - after) == result.num_removed_files < len(before)
+    _check_index(spark, table_path, expected)
+    commit = [a["commitInfo"] for v, a in log_actions(table_path) if v == 1 and "commitInfo" in a]
+    assert commit[0]["operation"] == "DELETE"
+    assert json.loads(commit[0]["operationParameters"]["predicate"]) == [condition]
+    changes = [a for v, a in log_actions(table_path) if v == 1 and ("add" in a or "remove" in a)]
+    assert all(next(iter(a.values()))["dataChange"] for a in changes)
+
+    # NULL in the condition keeps the row; a Column condition; no match commits nothing
+    table = qc.QbeastTable.forPath(spark, table_path)
+    result = table.delete(F.col("s") == "k3")
+    expected = expected.where("NOT coalesce(s = 'k3', false)")
+    assert result.num_deleted_rows > 0
+    assert table.delete("id < 0").version is None
+    assert qc.QbeastTable.forPath(spark, table_path).version() == 2
+    _check_index(spark, table_path, expected)
+    # every row
+    assert qc.QbeastTable.forPath(spark, table_path).delete().num_deleted_rows == expected.count()
+    assert qc.QbeastTable.forPath(spark, table_path).toDF().count() == 0
+
+
+def live_adds_at(path: str, version: int) -> dict[str, dict[str, Any]]:
+    live: dict[str, dict[str, Any]] = {}
+    for v, action in log_actions(path):
+        if v > version:
+            break
+        if "add" in action:
+            live[action["add"]["path"]] = action["add"]
+        elif "remove" in action:
+            live.pop(action["remove"]["path"], None)
+    return live
+
+
+def test_update_matches_spark_and_places_rows_as_an_append(spark: Any, table_path: str) -> None:
+    _write(spark, table_path)
+    table = qc.QbeastTable.forPath(spark, table_path)
+    condition = "id % 5 = 0"
+    # s is not indexed; x is, and its new values leave the index's space
+    result = table.update(condition, {"s": "'changed'", "x": "x + 5000"})
+    original = _rows(spark, 0, 3000)
+    hit = F.coalesce(F.expr(condition), F.lit(False))
+    expected = original.select(
+        "id",
+        F.when(hit, F.col("x") + 5000).otherwise(F.col("x")).alias("x"),
+        "d",
+        F.when(hit, F.lit("changed")).otherwise(F.col("s")).alias("s"),
+    )
+    assert result.num_updated_rows == 600
+    assert result.revision_id == 2  # the new x values opened a revision, as an append would
+    _check_index(spark, table_path, expected)
+    commit = [a["commitInfo"] for v, a in log_actions(table_path) if "commitInfo" in a][-1]
+    assert commit["operation"] == "UPDATE"
+    # a value of another type is cast to the column's; NULL in the condition: untouched
+    result = qc.QbeastTable.forPath(spark, table_path).update("s = 'k4'", {"x": "1"})
+    expected = expected.select(
+        "id",
+        F.when(F.coalesce(F.expr("s = 'k4'"), F.lit(False)), F.lit(1.0))
+        .otherwise(F.col("x"))
+        .alias("x"),
+        "d",
+        "s",
+    )
+    assert result.num_updated_rows == expected.where("x = 1.0").count() > 0
+    _check_index(spark, table_path, expected)
+
+
+def test_bad_requests_are_refused_and_write_nothing(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _write(spark, path, 500)
+    table = qc.QbeastTable.forPath(spark, path)
+    with pytest.raises(qc.InvalidOptionError, match="does not have"):
+        table.update("id = 1", {"nope": "1"})
+    with pytest.raises(qc.InvalidOptionError, match="needs set"):
+        table.update("id = 1", {})
+    with pytest.raises(qc.InvalidOptionError, match="condition is empty"):
+        table.delete("  ")
+    with pytest.raises(qc.InvalidOptionError, match="SQL text, a Column or None"):
+        table.delete(5)  # type: ignore[arg-type]
+    with pytest.raises(qc.InvalidOptionError, match="cubeSize"):
+        table.delete("id = 1", options={"cubeSize": "10"})
+    assert qc.QbeastTable.forPath(spark, path).version() == 0
+    parted = str(tmp_path / "parted")
+    qc.write(
+        _rows(spark, 0, 200).selectExpr("*", "timestamp_seconds(1700000000 + id * 600) as ts"),
+        parted,
+        columnsToIndex="x",
+        partitionBy="ts:daily",
+    )
+    with pytest.raises(qc.UnsupportedOperationError, match="partitioned"):
+        qc.QbeastTable.forPath(spark, parted).delete("id = 1")
+
+
+def test_a_file_changed_meanwhile_is_a_conflict(
+    spark: Any, table_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(spark, table_path, 1000)
+    original = row_changes._touched
+    calls: list[int] = []
+
+    def racing(table: Any, where: Any, condition: Any) -> Any:
+        found = original(table, where, condition)
+        if not calls:
+            calls.append(1)
+            # another writer deletes rows of the same files before this one commits
+            qc.QbeastTable.forPath(spark, table_path).delete("id = 7")
+        return found
+
+    monkeypatch.setattr(row_changes, "_touched", racing)
+    with pytest.raises(qc.CommitConflictError, match="changed since it read them"):
+        qc.QbeastTable.forPath(spark, table_path).delete("id <= 10")
+    monkeypatch.undo()
+    assert qc.QbeastTable.forPath(spark, table_path).version() == 1
+    ids = {r["id"] for r in qc.QbeastTable.forPath(spark, table_path).toDF().collect()}
+    assert ids == set(range(1000)) - {7}
