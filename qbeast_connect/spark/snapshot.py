@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import (
+    CommitConflictError,
     InvalidOptionError,
     PluginUnavailableError,
     TableNotFoundError,
@@ -111,6 +112,25 @@ def check_version_argument(
             if number >= minimum:
                 return int(number)
     raise InvalidOptionError(f"{name} must be a whole number >= {minimum}, got {value!r}; {hint}")
+
+
+def check_files_unchanged(
+    state: TableState, expected: Mapping[str, Any], operation: str
+) -> None:
+    """Refuse an operation whose rows were computed from files that changed since: each
+    path of ``expected`` (path -> the deletion vector it was read with, or None) must still
+    be live in ``state`` with the same vector.
+
+    Raises:
+        CommitConflictError: naming the files that are gone or have another vector.
+    """
+    live = {str(a.get("path")): a.get("deletionVector") for a in state.adds}
+    changed = sorted(p for p, v in expected.items() if p not in live or live[p] != v)
+    if changed:
+        raise CommitConflictError(
+            f"{operation}: files it rewrites changed since it read them (version "
+            f"{state.version}): {changed[:5]}; re-read the table and retry the operation"
+        )
 
 
 def load_table_state(

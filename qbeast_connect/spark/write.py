@@ -74,7 +74,7 @@ from qbeast_connect.spark.commits import find_commit
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import WRITE_FORMAT
 from qbeast_connect.spark.location import table_location
-from qbeast_connect.spark.snapshot import TableState, load_table_state
+from qbeast_connect.spark.snapshot import TableState, check_files_unchanged, load_table_state
 from qbeast_connect.spark.storage_options import with_storage_options
 from qbeast_connect.spark.write_input import (
     committed_txn_version,
@@ -349,7 +349,7 @@ class _Writer:
         qsnap = state.qbeast() if state.exists else None
         self.table_configuration = state.configuration if state.exists else {}
         if self.expected_files is not None:
-            self._check_expected_files(state)
+            check_files_unchanged(state, self.expected_files, self.operation)
         if qsnap is not None and self.remove_paths:
             # the tree the rows join is the one left once the files they come from are gone
             gone = set(self.remove_paths)
@@ -399,22 +399,6 @@ class _Writer:
             # the same txn, committed meanwhile by an earlier attempt of this write
             reason = f"txn {app}@{done} committed by a concurrent write"
             return WriteResult(self.path, None, skipped=True, reason=reason)
-
-    def _check_expected_files(self, state: TableState) -> None:
-        """Refuse the write when a file it replaces changed since the caller read it (a
-        concurrent commit removed it, or gave it another deletion vector)."""
-        assert self.expected_files is not None
-        live = {str(a.get("path")): a.get("deletionVector") for a in state.adds}
-        changed = sorted(
-            p
-            for p, vector in self.expected_files.items()
-            if p not in live or live[p] != vector
-        )
-        if changed:
-            raise CommitConflictError(
-                f"{self.operation}: files it rewrites changed since it read them (version "
-                f"{state.version}): {changed[:5]}; re-read the table and retry the operation"
-            )
 
     def _freeze(self) -> None:
         with translate_errors():

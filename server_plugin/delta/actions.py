@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
-from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError, MetadataFormatError
+from qbeast_connect.exceptions import CorruptLogError, InvalidOptionError
 
 from .deletion_vectors import DeletionVectorDescriptor
 
@@ -434,7 +434,7 @@ def action_to_json(action: Action) -> dict[str, Any]:
             "dataChange": action.data_change,
             "stats": action.stats,
             "tags": _opt_map(action.tags),
-            "deletionVector": _opt_dv(action.deletion_vector),
+            "deletionVector": DeletionVectorDescriptor.json_of(action.deletion_vector),
         }
         return {"add": _drop_none(add, "stats", "tags", "deletionVector")}
     if isinstance(action, RemoveFile):
@@ -447,7 +447,7 @@ def action_to_json(action: Action) -> dict[str, Any]:
             "size": action.size,
             "stats": action.stats,
             "tags": _opt_map(action.tags),
-            "deletionVector": _opt_dv(action.deletion_vector),
+            "deletionVector": DeletionVectorDescriptor.json_of(action.deletion_vector),
         }
         optional = ("deletionTimestamp", "extendedFileMetadata", "partitionValues", "size")
         return {"remove": _drop_none(rem, *optional, "stats", "tags", "deletionVector")}
@@ -625,21 +625,6 @@ def _features(obj: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def _dv_field(o: Mapping[str, Any], action: str) -> DeletionVectorDescriptor | None:
-    """The ``deletionVector`` of an ``add``/``remove`` (None when absent or null)."""
-    value = o.get("deletionVector")
-    if value is None:
-        return None
-    try:
-        return DeletionVectorDescriptor.from_json(value)
-    except MetadataFormatError as err:
-        raise CorruptLogError(f"{action} {o.get('path')!r}: {err.message}") from None
-
-
-def _opt_dv(dv: DeletionVectorDescriptor | None) -> dict[str, Any] | None:
-    return None if dv is None else dv.to_json()
-
-
 def action_from_json(obj: Mapping[str, Any]) -> Action | None:
     """Decode one single-key JSON object (a commit line or checkpoint row) into an action.
 
@@ -677,7 +662,7 @@ def _decode_add(o: Mapping[str, Any]) -> AddFile:
         data_change=bool(_opt(o, "dataChange", bool, "add")),
         stats=_opt(o, "stats", str, "add"),
         tags=_map_field(o, "tags", "add", required=False),
-        deletion_vector=_dv_field(o, "add"),
+        deletion_vector=DeletionVectorDescriptor.of_action(o, "add"),
     )
 
 
@@ -691,7 +676,7 @@ def _decode_remove(o: Mapping[str, Any]) -> RemoveFile:
         size=_opt(o, "size", int, "remove"),
         tags=_map_field(o, "tags", "remove", required=False),
         stats=_opt(o, "stats", str, "remove"),
-        deletion_vector=_dv_field(o, "remove"),
+        deletion_vector=DeletionVectorDescriptor.of_action(o, "remove"),
     )
 
 

@@ -174,6 +174,26 @@ class DeletionVectorDescriptor:
             max_row_index=field("maxRowIndex", int, required=False),
         )
 
+    @classmethod
+    def of_action(cls, o: Mapping[str, Any], action: str) -> DeletionVectorDescriptor | None:
+        """The ``deletionVector`` of an ``add``/``remove`` JSON object (None when absent).
+
+        Raises:
+            CorruptLogError: the field is malformed (naming the action and its path).
+        """
+        value = o.get("deletionVector")
+        if value is None:
+            return None
+        try:
+            return cls.from_json(value)
+        except MetadataFormatError as err:
+            raise CorruptLogError(f"{action} {o.get('path')!r}: {err.message}") from None
+
+    @staticmethod
+    def json_of(vector: DeletionVectorDescriptor | None) -> dict[str, Any] | None:
+        """The JSON object of ``vector`` (None for None)."""
+        return None if vector is None else vector.to_json()
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object of this descriptor, as the log writes it (absent fields left out)."""
         out: dict[str, Any] = {
