@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     from qbeast_connect.model.revision import Revision
     from qbeast_connect.spark.snapshot import TableState
 
-__all__ = ["ChangedTable", "RowChangeResult", "delete_rows", "update_rows"]
+__all__ = [
+    "ChangedTable",
+    "RowChangeResult",
+    "check_row_change_table",
+    "delete_rows",
+    "rewrite_as_append",
+    "update_rows",
+]
 
 
 class ChangedTable(Protocol):
@@ -108,7 +115,8 @@ def _condition(condition: Column | str | None) -> tuple[Column, str]:
     )
 
 
-def _check_table(table: ChangedTable, operation: str) -> None:
+def check_row_change_table(table: ChangedTable, operation: str) -> None:
+    """Refuse a row-level change the table cannot take (no qbeast metadata, partitions)."""
     table._require_qbeast()
     state = table._state
     if partitioning_of(state.configuration) is not None or state.metadata.get("partitionColumns"):
@@ -139,7 +147,7 @@ def _touched(
     return touched, sum(per_file.values())
 
 
-def _rewrite(
+def rewrite_as_append(
     table: ChangedTable,
     rows: DataFrame,
     touched: list[str],
@@ -189,13 +197,13 @@ def delete_rows(
     """
     from pyspark.sql import functions as F
 
-    _check_table(table, "DELETE")
+    check_row_change_table(table, "DELETE")
     cond, text = _condition(condition)
     touched, matched = _touched(table, condition, cond)
     if not touched or not matched:
         return RowChangeResult(None)
     survivors = table._read_files(touched).where(~F.coalesce(cond, F.lit(False)))
-    result = _rewrite(table, survivors, touched, "DELETE", text, options)
+    result = rewrite_as_append(table, survivors, touched, "DELETE", text, options)
     if result.version is None:
         return RowChangeResult(None)
     return RowChangeResult(
@@ -228,7 +236,7 @@ def update_rows(
 
     from qbeast_connect.planning.predicate import quote_identifier
 
-    _check_table(table, "UPDATE")
+    check_row_change_table(table, "UPDATE")
     if not isinstance(assignments, Mapping) or not assignments:
         raise InvalidOptionError(
             'update needs set={column: value}, e.g. set={"price": "price * 1.1"}'
@@ -269,7 +277,7 @@ def update_rows(
             for f in table.schema.fields
         ]
     )
-    result = _rewrite(table, rows, touched, "UPDATE", text, options)
+    result = rewrite_as_append(table, rows, touched, "UPDATE", text, options)
     if result.version is None:
         return RowChangeResult(None)
     return RowChangeResult(

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from qbeast_connect.approx import ApproxResult
+    from qbeast_connect.merge import QbeastMergeBuilder
     from qbeast_connect.metrics import IndexMetrics
     from qbeast_connect.row_changes import RowChangeResult
 
@@ -142,6 +143,8 @@ class QbeastTable:
         self._path = path
         self._state = state
         self._qbeast = state.qbeast()
+        #: the name ``merge`` conditions call the table by (:meth:`alias`)
+        self._alias: str | None = None
 
     # -- construction ----------------------------------------------------------------
 
@@ -472,6 +475,26 @@ class QbeastTable:
         from qbeast_connect.row_changes import update_rows
 
         return update_rows(self.refresh(), condition, set or {}, options)
+
+    def alias(self, name: str) -> QbeastTable:
+        """This table, called ``name`` in :meth:`merge` conditions and values
+        (``DeltaTable.alias``)."""
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidOptionError(f"an alias must be a non-empty name, not {name!r}")
+        aliased = QbeastTable(self._spark, self._path, self._state)
+        aliased._alias = name
+        return aliased
+
+    def merge(self, source: DataFrame, condition: Column | str) -> QbeastMergeBuilder:
+        """Start a MERGE of ``source`` into the table (``DeltaTable.merge``), keeping the
+        index: ``table.alias("t").merge(updates.alias("s"), "t.id = s.id")
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()``. The target is
+        called by :meth:`alias` (``target`` by default), the source by its DataFrame alias
+        (``source`` by default). See :mod:`qbeast_connect.merge`."""
+        from qbeast_connect.merge import QbeastMergeBuilder
+
+        latest = self.refresh()
+        return QbeastMergeBuilder(latest, self._alias, source, condition)
 
     def _candidate_paths(self, where: Column | str | None) -> list[str]:
         """The files a read with this filter opens (all files when None)."""

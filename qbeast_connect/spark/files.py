@@ -18,7 +18,7 @@ import json
 import threading
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file, spark_literal_path
@@ -58,6 +58,7 @@ __all__ = [
     "read_files",
     "read_table_files",
     "reader_for",
+    "rows_with_file",
 ]
 
 #: One file of a table to read: its path as the log names it, its size in bytes, its
@@ -201,18 +202,18 @@ def read_table_files(
     return _plugin_read(spark, root, schema, located, files)
 
 
-def matching_rows_per_file(
+def rows_with_file(
     spark: SparkSession,
     root: str,
     schema: StructType,
     files: Sequence[TableFile],
-    condition: Any,
-) -> dict[str, int] | None:
-    """How many rows of each file ``condition`` (a Column) is TRUE for, by log path, in
-    one Spark job; files without a matching row are absent. None when that cannot be told
-    file by file (a file with a deletion vector or partition values, a reader other than
-    Spark's, or a file name Spark reports that names no file of ``files``): the caller then
-    treats every file as holding matches."""
+    column: str,
+) -> tuple[DataFrame, Callable[[str | None], str | None]] | None:
+    """The rows of ``files`` with ``column`` naming each row's file (Spark's
+    ``_metadata.file_path``), and the function turning such a name into the file's log
+    path (None for a name that is no file of ``files``). None when rows cannot be told
+    apart by file: a file with a deletion vector or partition values, or a reader other
+    than Spark's (the caller then treats every file as concerned)."""
     from urllib.parse import unquote, urlparse
 
     from pyspark.sql import functions as F
@@ -228,19 +229,37 @@ def matching_rows_per_file(
         return unquote(parsed.path) if parsed.scheme else location
 
     by_key: dict[str, str] = {}
-    for log_path, location in zip((f[0] for f in files), located, strict=True):
-        by_key.setdefault(key(location), log_path)
+    for logged, location in zip((f[0] for f in files), located, strict=True):
+        by_key.setdefault(key(location), logged)
     check_paths_on_driver(spark, root, len(located))
-    rows = (
-        _spark_parquet(spark, schema, located)
-        .where(condition)
-        .groupBy(F.col("_metadata.file_path").alias("file"))
-        .count()
-        .collect()
-    )
+    frame = _spark_parquet(spark, schema, located)
+    tagged = frame.select("*", F.col("_metadata.file_path").alias(column))
+
+    def log_path(name: str | None) -> str | None:
+        return None if name is None else by_key.get(key(name))
+
+    return tagged, log_path
+
+
+def matching_rows_per_file(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    condition: Any,
+) -> dict[str, int] | None:
+    """How many rows of each file ``condition`` (a Column) is TRUE for, by log path, in
+    one Spark job; files without a matching row are absent. None when that cannot be told
+    file by file (see :func:`rows_with_file`, or a file name that names no file of
+    ``files``): the caller then treats every file as holding matches."""
+    tagged = rows_with_file(spark, root, schema, files, "__qbeast_file")
+    if tagged is None:
+        return None
+    frame, log_path = tagged
+    rows = frame.where(condition).groupBy("__qbeast_file").count().collect()
     out: dict[str, int] = {}
     for row in rows:
-        path = by_key.get(key(str(row["file"])))
+        path = log_path(row["__qbeast_file"])
         if path is None:
             return None
         out[path] = out.get(path, 0) + int(row["count"])

@@ -191,3 +191,81 @@ def test_a_file_changed_meanwhile_is_a_conflict(
     assert qc.QbeastTable.forPath(spark, table_path).version() == 1
     ids = {r["id"] for r in qc.QbeastTable.forPath(spark, table_path).toDF().collect()}
     assert ids == set(range(1000)) - {7}
+
+
+def _source(spark: Any, start: int, end: int) -> Any:
+    """Rows for a merge: the same ids as the table's where they overlap, new x values."""
+    return _rows(spark, start, end).selectExpr("id", "x + 0.5 as x", "d", "s")
+
+
+def test_merge_matches_spark_and_keeps_the_index(spark: Any, table_path: str) -> None:
+    _write(spark, table_path, 2000)
+    before = set(live_adds(table_path))
+    source = _source(spark, 1500, 2500)
+    result = (
+        qc.QbeastTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.s = 'k1'")  # NULL: not TRUE, the next clause decides
+        .whenMatchedUpdate(set={"x": "s.x", "s": "'upd'"})
+        .whenNotMatchedInsertAll("s.id % 2 = 0")
+        .whenNotMatchedBySourceDelete("t.id < 100")
+        .execute()
+    )
+    target = _rows(spark, 0, 2000)
+    matched = (
+        target.alias("t")
+        .join(source.alias("s"), F.expr("t.id = s.id"))
+        .where("NOT coalesce(s.s = 'k1', false)")
+        .selectExpr("t.id", "s.x", "t.d", "'upd' as s")
+    )
+    expected = (
+        target.where("id >= 100 AND id < 1500")
+        .unionByName(matched)
+        .unionByName(source.where("id >= 2000 AND id % 2 = 0"))
+    )
+    deleted_matched = source.where("id < 2000 AND s = 'k1'").count()
+    assert result.num_target_rows_deleted == deleted_matched + 100
+    assert result.num_target_rows_updated == 500 - deleted_matched
+    assert result.num_target_rows_inserted == 250
+    assert result.version == 1
+    _check_index(spark, table_path, expected)
+    commit = [a["commitInfo"] for v, a in log_actions(table_path) if "commitInfo" in a][-1]
+    assert commit["operation"] == "MERGE"
+    assert json.loads(commit["operationParameters"]["predicate"]) == ["t.id = s.id"]
+    # files without a changed row stayed
+    assert before & set(live_adds(table_path))
+
+
+def test_merge_inserts_only_and_refuses_ambiguous_matches(spark: Any, table_path: str) -> None:
+    _write(spark, table_path, 1000)
+    before = set(live_adds(table_path))
+    table = qc.QbeastTable.forPath(spark, table_path)
+    result = (
+        table.merge(_source(spark, 900, 1100), "target.id = source.id")
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert (result.num_target_rows_inserted, result.num_removed_files) == (100, 0)
+    assert before <= set(live_adds(table_path))  # an insert rewrites no file
+    expected = _rows(spark, 0, 1000).unionByName(_source(spark, 1000, 1100))
+    _check_index(spark, table_path, expected)
+    twice = _source(spark, 10, 20).unionByName(_source(spark, 15, 16))
+    with pytest.raises(qc.UnsupportedOperationError, match="several source rows match"):
+        (
+            qc.QbeastTable.forPath(spark, table_path)
+            .alias("t")
+            .merge(twice.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .execute()
+        )
+    with pytest.raises(qc.InvalidOptionError, match="at least one clause"):
+        qc.QbeastTable.forPath(spark, table_path).merge(twice, "true").execute()
+    with pytest.raises(qc.InvalidOptionError, match="can never apply"):
+        (
+            qc.QbeastTable.forPath(spark, table_path)
+            .merge(twice, "target.id = source.id")
+            .whenMatchedDelete()
+            .whenMatchedUpdateAll()
+        )
+    assert qc.QbeastTable.forPath(spark, table_path).version() == 1

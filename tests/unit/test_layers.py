@@ -67,6 +67,7 @@ LAYER_RULES: dict[str, int] = {
     "qbeast_connect.table.*": API,
     "qbeast_connect.optimize.*": API,
     "qbeast_connect.row_changes.*": API,
+    "qbeast_connect.merge.*": API,
     "qbeast_connect.metrics.*": API,
     "qbeast_connect.approx.run.*": API,
     "qbeast_connect.viz.*": API,

@@ -1,0 +1,351 @@
+"""``QbeastTable.merge``: Delta's MERGE, keeping the index (issue #33).
+
+The builder is ``DeltaTable``'s: ``table.alias("t").merge(source.alias("s"), "t.id =
+s.id")``, then ``whenMatchedUpdate``/``whenMatchedUpdateAll``/``whenMatchedDelete``,
+``whenNotMatchedInsert``/``whenNotMatchedInsertAll``,
+``whenNotMatchedBySourceUpdate``/``whenNotMatchedBySourceDelete``, then ``execute()``.
+
+Execution, one mechanism with :mod:`qbeast_connect.row_changes`: the table's rows (each
+tagged with its file) are joined with the source (full outer join on the condition); the
+first clause of each kind whose condition is TRUE decides a row's fate (the clauses'
+order is the user's, as in Delta); a target row that more than one source row matches is
+an error when a MATCHED clause exists, as in Delta. The files holding an updated or
+deleted row are rewritten with their other rows, the changed rows and the inserted rows,
+as an append writes rows (weights kept, new values placed like appended ones), in one
+``MERGE`` commit that removes those files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from qbeast_connect.exceptions import InvalidOptionError, UnsupportedOperationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from qbeast_connect.row_changes import ChangedTable
+
+__all__ = ["MergeResult", "QbeastMergeBuilder"]
+
+_T = "__qbeast_merge_target"
+_S = "__qbeast_merge_source"
+_FILE = "__qbeast_merge_file"
+_ROW = "__qbeast_merge_row"
+_ACTION = "__qbeast_merge_action"
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What a merge did (Delta's ``MERGE`` metrics).
+
+    Attributes:
+        version: the committed version; None when no row changed (nothing committed).
+        num_target_rows_updated, num_target_rows_deleted, num_target_rows_inserted: rows.
+        num_target_rows_copied: unchanged rows of the rewritten files, written again.
+        num_removed_files, num_added_files: files.
+    """
+
+    version: int | None
+    num_target_rows_updated: int = 0
+    num_target_rows_deleted: int = 0
+    num_target_rows_inserted: int = 0
+    num_target_rows_copied: int = 0
+    num_removed_files: int = 0
+    num_added_files: int = 0
+
+
+@dataclass(frozen=True)
+class _Clause:
+    kind: str  # "matched", "notMatched", "notMatchedBySource"
+    action: str  # "update", "delete", "insert"
+    condition: Any  # Column or None
+    values: Mapping[str, Any] | None  # column -> Column; None: every column from the source
+
+
+def _column(value: Column | str, what: str) -> Column:
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(value, str):
+        if not value.strip():
+            raise InvalidOptionError(f"{what} is empty")
+        return F.expr(value)
+    if isinstance(value, Column):
+        return value
+    raise InvalidOptionError(
+        f"{what} must be SQL text or a Column, not {type(value).__name__} (write a literal "
+        'as SQL text: "\'a\'" or "5")'
+    )
+
+
+class QbeastMergeBuilder:
+    """Clauses of a MERGE on a qbeast table (``DeltaMergeBuilder``'s methods)."""
+
+    def __init__(
+        self,
+        table: ChangedTable,
+        target_alias: str | None,
+        source: DataFrame,
+        condition: Column | str,
+    ) -> None:
+        from pyspark.sql import DataFrame
+
+        if not isinstance(source, DataFrame):
+            raise InvalidOptionError(f"merge needs a source DataFrame, not {type(source).__name__}")
+        self._table = table
+        self._target_alias = target_alias or "target"
+        plan = getattr(source, "_plan", None)
+        self._source_alias = getattr(plan, "_alias", None) or "source"
+        self._source = source if getattr(plan, "_alias", None) else source.alias("source")
+        self._condition_text = condition if isinstance(condition, str) else str(condition)
+        self._condition = _column(condition, "the merge condition")
+        self._clauses: list[_Clause] = []
+
+    def _add(
+        self,
+        kind: str,
+        action: str,
+        condition: Column | str | None,
+        values: Mapping[str, Column | str] | None,
+        all_columns: bool = False,
+    ) -> QbeastMergeBuilder:
+        if any(c.kind == kind and c.condition is None for c in self._clauses):
+            raise InvalidOptionError(
+                f"a {kind} clause follows one without a condition, so it can never apply; "
+                "put the clauses with conditions first"
+            )
+        columns: dict[str, Column] | None = None
+        if not all_columns and action != "delete":
+            if not isinstance(values, Mapping) or not values:
+                what = "set" if action == "update" else "values"
+                raise InvalidOptionError(
+                    f"{kind} {action} needs {what}={{column: value}}, e.g. "
+                    f'{what}={{"v": "{self._source_alias}.v"}}'
+                )
+            columns = {str(k): _column(v, f"the value of {k!r}") for k, v in values.items()}
+        cond = None if condition is None else _column(condition, f"the {kind} condition")
+        self._clauses.append(_Clause(kind, action, cond, columns))
+        return self
+
+    def whenMatchedUpdate(  # noqa: N802 - DeltaMergeBuilder's names
+        self, condition: Column | str | None = None, set: Mapping[str, Any] | None = None
+    ) -> QbeastMergeBuilder:
+        """Update matched rows (where ``condition``, if given) with ``set``."""
+        return self._add("matched", "update", condition, set)
+
+    def whenMatchedUpdateAll(  # noqa: N802
+        self, condition: Column | str | None = None
+    ) -> QbeastMergeBuilder:
+        """Set every column of matched rows to the source's column of the same name."""
+        return self._add("matched", "update", condition, None, all_columns=True)
+
+    def whenMatchedDelete(self, condition: Column | str | None = None) -> QbeastMergeBuilder:  # noqa: N802
+        """Delete matched rows (where ``condition``, if given)."""
+        return self._add("matched", "delete", condition, None)
+
+    def whenNotMatchedInsert(  # noqa: N802
+        self, condition: Column | str | None = None, values: Mapping[str, Any] | None = None
+    ) -> QbeastMergeBuilder:
+        """Insert source rows no target row matches, with ``values`` (others NULL)."""
+        return self._add("notMatched", "insert", condition, values)
+
+    def whenNotMatchedInsertAll(  # noqa: N802
+        self, condition: Column | str | None = None
+    ) -> QbeastMergeBuilder:
+        """Insert unmatched source rows, every column from the source's of the same name."""
+        return self._add("notMatched", "insert", condition, None, all_columns=True)
+
+    def whenNotMatchedBySourceUpdate(  # noqa: N802
+        self, condition: Column | str | None = None, set: Mapping[str, Any] | None = None
+    ) -> QbeastMergeBuilder:
+        """Update target rows no source row matches."""
+        return self._add("notMatchedBySource", "update", condition, set)
+
+    def whenNotMatchedBySourceDelete(  # noqa: N802
+        self, condition: Column | str | None = None
+    ) -> QbeastMergeBuilder:
+        """Delete target rows no source row matches."""
+        return self._add("notMatchedBySource", "delete", condition, None)
+
+    def execute(self) -> MergeResult:
+        """Run the merge in one commit.
+
+        Raises:
+            InvalidOptionError: no clause, an unknown column, a source without a column an
+                ``...All`` clause needs.
+            UnsupportedOperationError: several source rows match one target row and a
+                MATCHED clause exists; a partitioned table.
+            CommitConflictError: a concurrent commit changed a file the merge rewrites.
+        """
+        if not self._clauses:
+            raise InvalidOptionError(
+                "merge needs at least one clause: whenMatchedUpdate(...), "
+                "whenNotMatchedInsertAll(), ..."
+            )
+        return _execute(self)
+
+
+def _values_of(builder: QbeastMergeBuilder, clause: _Clause) -> dict[str, Column]:
+    """Clause values per table column (cast to its type); insert: NULL where not given."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.planning.predicate import quote_identifier
+
+    fields = builder._table.schema.fields
+    by_lower = {f.name.lower(): f for f in fields}
+    source_columns = {c.lower(): c for c in builder._source.columns}
+    out: dict[str, Column] = {}
+    if clause.values is None:  # ...All: every column from the source
+        missing = [f.name for f in fields if f.name.lower() not in source_columns]
+        if missing:
+            raise InvalidOptionError(
+                f"{clause.kind} {clause.action}All needs source columns {missing}, which the "
+                f"source does not have (its columns: {builder._source.columns}); name the "
+                "values instead"
+            )
+        for f in fields:
+            name = quote_identifier(source_columns[f.name.lower()])
+            ref = f"{quote_identifier(builder._source_alias)}.{name}"
+            out[f.name] = F.col(ref).cast(f.dataType)
+        return out
+    for name, value in clause.values.items():
+        field = by_lower.get(name.lower())
+        if field is None:
+            raise InvalidOptionError(
+                f"merge sets column {name!r}, which the table does not have; its columns are "
+                f"{[f.name for f in fields]}"
+            )
+        out[field.name] = value.cast(field.dataType)
+    if clause.action == "insert":
+        for f in fields:
+            out.setdefault(f.name, F.lit(None).cast(f.dataType))
+    return out
+
+
+def _execute(builder: QbeastMergeBuilder) -> MergeResult:
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.planning.predicate import quote_identifier
+    from qbeast_connect.row_changes import check_row_change_table, rewrite_as_append
+    from qbeast_connect.spark.files import rows_with_file, table_file
+
+    table = builder._table
+    check_row_change_table(table, "MERGE")
+    fields = table.schema.fields
+    adds = {str(a.get("path")): a for a in table._state.adds}
+    paths = sorted(adds)
+    tagged = rows_with_file(
+        table._spark, table.path, table.schema, [table_file(adds[p]) for p in paths], _FILE
+    )
+    log_path: Callable[[str | None], str | None]
+    if tagged is None:  # rows not told apart by file: every file is rewritten if any changes
+        frame = table._read_files(paths).withColumn(_FILE, F.lit(None).cast("string"))
+        log_path = _no_file
+    else:
+        frame, log_path = tagged
+    target = frame.withColumn(_ROW, F.monotonically_increasing_id())
+    target = target.withColumn(_T, F.lit(True)).alias(builder._target_alias)
+    source = builder._source.withColumn(_S, F.lit(True)).alias(builder._source_alias)
+    joined = target.join(source, on=builder._condition, how="full_outer")
+    present_t = F.col(f"{quote_identifier(builder._target_alias)}.{_T}").isNotNull()
+    present_s = F.col(f"{quote_identifier(builder._source_alias)}.{_S}").isNotNull()
+    groups = {
+        "matched": present_t & present_s,
+        "notMatchedBySource": present_t & ~present_s,
+        "notMatched": ~present_t & present_s,
+    }
+    # the first clause of its kind wins: later ones apply only where earlier ones do not
+    action = _first_clause_wins(builder, groups)
+    rows = joined.withColumn(_ACTION, action)
+    target_file = F.col(f"{quote_identifier(builder._target_alias)}.{_FILE}")
+    target_row = F.col(f"{quote_identifier(builder._target_alias)}.{_ROW}")
+
+    if any(c.kind == "matched" for c in builder._clauses):
+        repeated = (
+            rows.where(groups["matched"]).groupBy(target_row).count().where("count > 1").limit(1)
+        )
+        if repeated.count():
+            raise UnsupportedOperationError(
+                "MERGE: several source rows match the same target row, so which one "
+                "updates or deletes it is ambiguous (Delta refuses it too); keep one source "
+                "row per target row (e.g. deduplicate the source on the join key)"
+            )
+    kinds = {str(i): (c.kind, c.action) for i, c in enumerate(builder._clauses)}
+    counts = {
+        str(r[_ACTION]): int(r["count"])
+        for r in rows.groupBy(_ACTION).count().collect()
+        if r[_ACTION] is not None
+    }
+    updated = sum(n for a, n in counts.items() if kinds.get(a, ("", ""))[1] == "update")
+    deleted = sum(n for a, n in counts.items() if kinds.get(a, ("", ""))[1] == "delete")
+    inserted = sum(n for a, n in counts.items() if kinds.get(a, ("", ""))[1] == "insert")
+    if not (updated or deleted or inserted):
+        return MergeResult(None)
+    changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
+    touched: list[str] = []
+    touched_names: list[str] | None = []
+    if changed:
+        found = rows.where(F.col(_ACTION).isin(changed)).select(target_file.alias("f")).distinct()
+        names = {r["f"] for r in found.collect()}
+        mapped = {log_path(n) for n in names}
+        if tagged is None or None in mapped:
+            touched_names = None  # every file
+            touched = paths
+        else:
+            touched_names = sorted(str(n) for n in names)
+            touched = sorted(str(p) for p in mapped)
+    # the rows to write: every row of the touched files (changed, or as they were) and the
+    # inserted rows
+    outputs = []
+    for f in fields:
+        column = F.col(f"{quote_identifier(builder._target_alias)}.{quote_identifier(f.name)}")
+        for index, clause in enumerate(builder._clauses):
+            if clause.action in ("update", "insert"):
+                value = _values_of(builder, clause).get(f.name)
+                if value is not None:
+                    column = F.when(F.col(_ACTION) == str(index), value).otherwise(column)
+        outputs.append(column.alias(f.name))
+    inserts = [a for a, (_k, act) in kinds.items() if act == "insert"]
+    updates = [a for a, (_k, act) in kinds.items() if act == "update"]
+    in_touched = present_t if touched_names is None else target_file.isin(touched_names)
+    if not touched:
+        in_touched = F.lit(False)
+    keep = (in_touched & (F.col(_ACTION).isin(updates) | (F.col(_ACTION) == "keep"))) | F.col(
+        _ACTION
+    ).isin(inserts)
+    written = rows.where(keep).select(*outputs)
+    result = rewrite_as_append(table, written, touched, "MERGE", builder._condition_text, None)
+    if result.version is None:
+        return MergeResult(None)
+    return MergeResult(
+        result.version,
+        num_target_rows_updated=updated,
+        num_target_rows_deleted=deleted,
+        num_target_rows_inserted=inserted,
+        num_target_rows_copied=max(0, result.num_rows - updated - inserted),
+        num_removed_files=len(touched),
+        num_added_files=result.num_files,
+    )
+
+
+def _no_file(name: str | None) -> str | None:
+    return None
+
+
+def _first_clause_wins(builder: QbeastMergeBuilder, groups: Mapping[str, Column]) -> Column:
+    """The action of a row: the index of the first clause of its group whose condition
+    is TRUE, else ``"keep"`` (a target row) or ``"skip"`` (an unmatched source row)."""
+    from pyspark.sql import functions as F
+
+    present_t = groups["matched"] | groups["notMatchedBySource"]
+    action: Column = F.when(present_t, F.lit("keep")).otherwise(F.lit("skip"))
+    for index in reversed(range(len(builder._clauses))):
+        clause = builder._clauses[index]
+        applies = groups[clause.kind]
+        if clause.condition is not None:
+            applies = applies & F.coalesce(clause.condition, F.lit(False))
+        action = F.when(applies, F.lit(str(index))).otherwise(action)
+    return action
