@@ -25,7 +25,9 @@ from qbeast_connect.exceptions import (
     UnsupportedOperationError,
     UnsupportedProtocolError,
 )
+from qbeast_connect.merge import MergeResult, QbeastMergeBuilder
 from qbeast_connect.progress import set_progress
+from qbeast_connect.row_changes import RowChangeResult
 from qbeast_connect.spark.operations import OptimizeResult
 from qbeast_connect.spark.operations import convert_to_qbeast as convertToQbeast
 from qbeast_connect.spark.quantiles import computeQuantilesForColumn
@@ -45,14 +47,17 @@ __all__ = [
     "DataFrameQbeastWriter",
     "InvalidOptionError",
     "JavaNotFoundError",
+    "MergeResult",
     "MetadataFormatError",
     "MissingDependencyError",
     "NotAQbeastTableError",
     "OptimizeResult",
     "PluginUnavailableError",
     "QbeastError",
+    "QbeastMergeBuilder",
     "QbeastTable",
     "RevisionConflictError",
+    "RowChangeResult",
     "ScanExplanation",
     "SchemaMismatchError",
     "ServerUnavailableError",

@@ -158,6 +158,13 @@ def test_bad_requests_are_refused_and_write_nothing(spark: Any, tmp_path: Path) 
     with pytest.raises(qc.InvalidOptionError, match="cubeSize"):
         table.delete("id = 1", options={"cubeSize": "10"})
     assert qc.QbeastTable.forPath(spark, path).version() == 0
+    # idempotent like writes: the same txnAppId/txnVersion commits once
+    txn = {"txnAppId": "cleanup", "txnVersion": "1"}
+    assert qc.QbeastTable.forPath(spark, path).delete("id < 10", options=txn).version == 1
+    with pytest.warns(UserWarning, match="already committed txnVersion 1"):
+        again = qc.QbeastTable.forPath(spark, path).delete("id < 20", options=txn)
+    assert again.version is None
+    assert qc.QbeastTable.forPath(spark, path).toDF().count() == 490
     parted = str(tmp_path / "parted")
     qc.write(
         _rows(spark, 0, 200).selectExpr("*", "timestamp_seconds(1700000000 + id * 600) as ts"),
