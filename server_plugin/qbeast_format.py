@@ -79,11 +79,40 @@ _WRITE_HINT = (
 )
 
 
+#: The field metadata key that carries a catalog table's location in its schema: Spark
+#: gives a Python data source its catalog options (``path``/``location``) only when
+#: ``CREATE TABLE`` asks it for the schema, and later passes that schema, metadata included,
+#: to every read and write of the table, without the options.
+LOCATION_METADATA_KEY = "qbeast.location"
+
+
+def _catalog_location(schema: StructType | None) -> str | None:
+    """The location :meth:`QbeastDataSource.schema` recorded in a catalog table's schema."""
+    for field in schema.fields if schema is not None else ():
+        value = (field.metadata or {}).get(LOCATION_METADATA_KEY)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def with_catalog_location(
+    options: Mapping[str, str], schema: StructType | None
+) -> Mapping[str, str]:
+    """``options`` with ``path`` taken from a catalog table's schema when it has none."""
+    if options.get("path"):
+        return options
+    location = _catalog_location(schema)
+    return options if location is None else {**options, "path": location}
+
+
 def _require_path(options: Mapping[str, str]) -> str:
     path = options.get("path")
     if path is None or str(path).strip() == "":
         raise InvalidOptionError(
-            "format('qbeast') needs the table location: .load(path) or .save(path)"
+            "format('qbeast') needs the table location: .load(path) or .save(path); for a "
+            "table in the catalog, create it from an existing table without a column list "
+            "(CREATE TABLE name USING qbeast LOCATION '<path>'): Spark passes a Python data "
+            "source's options to the CREATE only"
         )
     from server_plugin.locations import resolve_location
 
@@ -432,21 +461,29 @@ class QbeastDataSource(DataSource):
             )
         # the schema and the files read come from the same version
         self._pinned_version = snapshot.version
-        return StructType.fromJson(json.loads(snapshot.metadata.schema_string))
+        schema = StructType.fromJson(json.loads(snapshot.metadata.schema_string))
+        if self.options.get("provider") and self.options.get("location") and schema.fields:
+            # CREATE TABLE ... USING qbeast LOCATION: the catalog keeps this schema and
+            # hands it to later reads and writes, which get no options (LOCATION_METADATA_KEY)
+            first = schema.fields[0]
+            first.metadata = {**(first.metadata or {}), LOCATION_METADATA_KEY: path}
+        return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        path = _require_path(self.options)
+        options = with_catalog_location(self.options, schema)
+        path = _require_path(options)
         version = self._version()
-        if _flag(self.options, "filterPushdown", True):
-            return QbeastPushdownReader(path, version, schema, self.options)
-        return QbeastScanReader(path, version, schema, self.options)
+        if _flag(options, "filterPushdown", True):
+            return QbeastPushdownReader(path, version, schema, options)
+        return QbeastScanReader(path, version, schema, options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location
 
-        storage = storage_settings(self.options)
+        options = with_catalog_location(self.options, schema)
+        storage = storage_settings(options)
         with storage_scope(storage):
-            plan, skip = plan_format_write(self.options, schema, overwrite)
+            plan, skip = plan_format_write(options, schema, overwrite)
             created_root = not skip and prepare_location(
                 plan.table_path, new_table=plan.read_version < 0
             )
