@@ -2,8 +2,11 @@
 
 We implement protocol **(1, 2)**: reader version 1, writer version 2 (``appendOnly`` and
 ``invariants``; SQL invariants cannot be evaluated here, so a table that declares one
-is refused for writing). Explicit feature lists are accepted (reader 3 / writer 7) only
-when every listed feature is supported.
+is refused for writing), and the legacy column mapping protocol **(2, 5)** (reader 2:
+``columnMapping``; writer 5 also implies ``checkConstraints``, ``changeDataFeed`` and
+``generatedColumns``, so such a table is written only while it uses none of those three).
+Explicit feature lists are accepted (reader 3 / writer 7) only when every listed feature
+is supported; ``columnMapping`` is one of them (:mod:`qbeast_connect.rules.column_mapping`).
 
 Everything else is refused *before* the schema, files or stats are used, with an
 UnsupportedProtocolError naming the unsupported versions or features.
@@ -12,6 +15,7 @@ UnsupportedProtocolError naming the unsupported versions or features.
 from __future__ import annotations
 
 from qbeast_connect.exceptions import UnsupportedProtocolError
+from qbeast_connect.rules.column_mapping import column_mapping, mapping_mode
 
 from .actions import Metadata, Protocol
 from .properties import (
@@ -39,11 +43,13 @@ DEFAULT_PROTOCOL = Protocol(1, 2, None, None)
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
 
-SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({"deletionVectors", "vacuumProtocolCheck"})
+SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
+    {"columnMapping", "deletionVectors", "vacuumProtocolCheck"}
+)
 """Reader features (reader version 3) we can read with."""
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
-    {"appendOnly", "deletionVectors", "invariants"}
+    {"appendOnly", "columnMapping", "deletionVectors", "invariants"}
 )
 """Writer features (writer version 7) we honour when writing."""
 
@@ -107,23 +113,18 @@ def check_readable(protocol: Protocol) -> None:
         protocol: The table's protocol action.
 
     Raises:
-        UnsupportedProtocolError: ``minReaderVersion`` is 2 (column mapping) or above 3,
-            version 3 lists a reader feature we do not implement, or the feature lists
+        UnsupportedProtocolError: ``minReaderVersion`` is above 3, version 3 lists a
+            reader feature we do not implement, or the feature lists
             are inconsistent with the versions. The message names the features.
     """
     reader = protocol.min_reader_version
     if reader < 1:
         raise UnsupportedProtocolError(f"invalid minReaderVersion {reader}; the log is damaged")
-    if reader == 2:
-        raise UnsupportedProtocolError(
-            "table requires minReaderVersion 2 (feature columnMapping), which "
-            f"qbeast-connect does not support; {_FIX_READ}"
-        )
     if reader > MAX_READER_VERSION:
         raise UnsupportedProtocolError(
-            f"table requires minReaderVersion {reader}; qbeast-connect reads versions 1 and "
-            f"3 (with features {_fmt(list(SUPPORTED_READER_FEATURES))}); upgrade "
-            "qbeast-connect or use another Delta engine"
+            f"table requires minReaderVersion {reader}; qbeast-connect reads versions 1, 2 "
+            f"(columnMapping) and 3 (with features {_fmt(list(SUPPORTED_READER_FEATURES))}); "
+            "upgrade qbeast-connect or use another Delta engine"
         )
     _check_features(
         "reader",
@@ -139,9 +140,11 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     """Refuse to write a table whose protocol or metadata we cannot honour.
 
     Passes :func:`check_readable` first (writers read the log). Then accepts writer
-    versions 1-2, and 7 only with writer features ``appendOnly``/``invariants``.
-    Also refuses SQL invariants (we cannot evaluate them), column mapping, a schema we
-    cannot parse, partition columns missing from the schema and malformed values of
+    versions 1-2, 5 (column mapping; while the table declares no check constraint, no
+    generated column and no change data feed) and 7 only with the writer features of
+    :data:`SUPPORTED_WRITER_FEATURES`. Also refuses SQL invariants (we cannot evaluate
+    them), a column mapping mode the protocol does not allow, a schema we cannot parse,
+    partition columns missing from the schema and malformed values of
     the properties we enforce.
 
     Args:
@@ -156,7 +159,9 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     writer = protocol.min_writer_version
     if writer < 1:
         raise UnsupportedProtocolError(f"invalid minWriterVersion {writer}; the log is damaged")
-    if 3 <= writer <= 6:
+    if writer == 5:
+        _check_writer_5(metadata)
+    elif 3 <= writer <= 6:
         implied = {
             3: "checkConstraints",
             4: "checkConstraints, changeDataFeed, generatedColumns",
@@ -181,16 +186,46 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
         SUPPORTED_WRITER_FEATURES,
         f"cannot write; {_FIX_WRITE}",
     )
-    _check_metadata_writable(metadata)
+    _check_metadata_writable(metadata, protocol)
 
 
-def _check_metadata_writable(metadata: Metadata) -> None:
-    mode = metadata.configuration.get(COLUMN_MAPPING_MODE)
-    if mode not in (None, "none"):
+def _check_writer_5(metadata: Metadata) -> None:
+    """Writer version 5 implies checkConstraints, changeDataFeed and generatedColumns,
+    which this writer does not implement: refuse a table that uses any of them."""
+    used = []
+    if any(k.lower().startswith("delta.constraints.") for k in metadata.configuration):
+        used.append("checkConstraints (delta.constraints.*)")
+    if str(metadata.configuration.get("delta.enableChangeDataFeed", "")).lower() == "true":
+        used.append("changeDataFeed (delta.enableChangeDataFeed)")
+    if any(
+        "delta.generationExpression" in keys
+        for keys in schema_field_metadata_keys(metadata.schema_string).values()
+    ):
+        used.append("generatedColumns (delta.generationExpression)")
+    if used:
         raise UnsupportedProtocolError(
-            f"table property {COLUMN_MAPPING_MODE}={mode!r} needs the columnMapping "
-            f"feature, which qbeast-connect does not support; {_FIX_WRITE}"
+            f"table has minWriterVersion 5 and uses {', '.join(used)}, which qbeast-connect "
+            f"does not write; {_FIX_WRITE}"
         )
+
+
+def _column_mapping_allowed(protocol: Protocol) -> bool:
+    if protocol.min_writer_version == 7:
+        return "columnMapping" in (protocol.writer_features or ())
+    return protocol.min_reader_version >= 2 and protocol.min_writer_version >= 5
+
+
+def _check_metadata_writable(metadata: Metadata, protocol: Protocol) -> None:
+    mode = mapping_mode(metadata.configuration)
+    if mode != "none":
+        if not _column_mapping_allowed(protocol):
+            raise UnsupportedProtocolError(
+                f"table property {COLUMN_MAPPING_MODE}={mode!r} needs the columnMapping "
+                "feature (protocol (2, 5), or the feature listed at (3, 7)), which the table's "
+                "protocol does not have; enable it with Delta Lake (ALTER TABLE ... SET "
+                "TBLPROPERTIES with delta.minReaderVersion 2 and delta.minWriterVersion 5)"
+            )
+        column_mapping(metadata.configuration, metadata.schema_string)  # every field mapped
     schema = delta_to_arrow_schema(metadata.schema_string)  # raises on unreadable types
     names = set(schema.names)
     missing = [c for c in metadata.partition_columns if c not in names]
