@@ -25,7 +25,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast_connect.exceptions import CorruptLogError, UnsupportedProtocolError
+from qbeast_connect.exceptions import (
+    CorruptLogError,
+    IndexedColumnMissingError,
+    UnsupportedProtocolError,
+)
 
 __all__ = [
     "COLUMN_ID_KEY",
@@ -34,6 +38,7 @@ __all__ = [
     "MODES",
     "PHYSICAL_NAME_KEY",
     "ColumnMapping",
+    "check_indexed_columns",
     "column_mapping",
     "mapping_mode",
     "missing_indexed_columns",
@@ -269,3 +274,32 @@ def missing_indexed_columns(indexed: Iterable[str], schema: object) -> list[str]
         if isinstance(f, Mapping)
     }
     return [c for c in indexed if c.lower() not in names]
+
+
+def check_indexed_columns(
+    revision_id: int, indexed: Iterable[str], schema: object, table: str = "the table"
+) -> None:
+    """Refuse to use a revision whose indexed columns the schema no longer has.
+
+    A column renamed or dropped with Delta (``ALTER TABLE ... RENAME COLUMN`` / ``DROP
+    COLUMN``, which need column mapping) keeps its data under its physical name, but the
+    revision names it by its old logical name; reading the index under the new name could
+    return wrong rows, so reads that use the index and writes refuse. A schema without
+    fields (unknown) is not checked.
+
+    Raises:
+        IndexedColumnMissingError: naming the columns, the revision and the fixes.
+    """
+    if not schema_json_of(schema).get("fields"):
+        return
+    missing = missing_indexed_columns(indexed, schema)
+    if missing:
+        names = ", ".join(missing)
+        raise IndexedColumnMissingError(
+            f"column(s) {names} indexed by revision {revision_id} of {table} are not in the "
+            "table schema: they were renamed or dropped (Delta RENAME/DROP COLUMN). The qbeast "
+            "index names its columns by their logical names, so it cannot be used now. Rename "
+            f"the column(s) back to {names} (ALTER TABLE ... RENAME COLUMN), or rewrite the "
+            "table with qbeast (mode='overwrite' with the new columnsToIndex); reads without "
+            "a sample fraction or filter still work"
+        )
