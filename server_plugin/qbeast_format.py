@@ -57,6 +57,7 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.options import parse_bool
+from qbeast_connect.rules.column_mapping import mapping_mode
 from server_plugin.delta.storage.scope import storage_scope, storage_settings
 from server_plugin.format_read import (
     QbeastPushdownReader,
@@ -190,9 +191,7 @@ def plan_format_write(
     path = _require_path(options)
     # Spark hands the option keys over lower-cased: the option rules match names
     # case-insensitively and give known ``delta.*`` properties their canonical spelling
-    opts = parse_write_options(
-        {k: v for k, v in options.items() if not storage_settings({k: v})}
-    )
+    opts = parse_write_options({k: v for k, v in options.items() if not storage_settings({k: v})})
     parse_hooks(opts.hooks)
     schema_json = str(schema.json())
     check_column_names(schema.names, path)
@@ -264,9 +263,7 @@ def plan_format_write(
     if not keep_space or planned.is_new:
         # an append's new revision (other cubeSize or columnStats) keeps the old ones; an
         # overwrite keeps none
-        configuration = write_configuration(
-            base_config, revision, planned.staging, opts, appending
-        )
+        configuration = write_configuration(base_config, revision, planned.staging, opts, appending)
     elif appending:
         assert qsnap is not None
         weights = _existing_weights(qsnap, revision)
@@ -294,9 +291,7 @@ def plan_format_write(
     return plan, skip
 
 
-def _existing_weights(
-    qsnap: QbeastSnapshot, revision: Revision
-) -> dict[str, int]:
+def _existing_weights(qsnap: QbeastSnapshot, revision: Revision) -> dict[str, int]:
     """Cube max weights of the revision as it is."""
     statuses = qsnap.cube_statuses(revision.revision_id)
     return {str(c): int(s.max_weight) for c, s in statuses.items()}
@@ -432,14 +427,20 @@ class QbeastDataSource(DataSource):
             )
         # the schema and the files read come from the same version
         self._pinned_version = snapshot.version
+        self._mapping_mode = mapping_mode(snapshot.metadata.configuration)
         return StructType.fromJson(json.loads(snapshot.metadata.schema_string))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         path = _require_path(self.options)
         version = self._version()
+        mode = getattr(self, "_mapping_mode", None)
+        if mode is None:  # a schema given by the reader: the table's mapping is still needed
+            with storage_scope(self.options):
+                snapshot = read_delta_snapshot(path, version)
+            mode = "none" if snapshot is None else mapping_mode(snapshot.metadata.configuration)
         if _flag(self.options, "filterPushdown", True):
-            return QbeastPushdownReader(path, version, schema, self.options)
-        return QbeastScanReader(path, version, schema, self.options)
+            return QbeastPushdownReader(path, version, schema, self.options, mode)
+        return QbeastScanReader(path, version, schema, self.options, mode)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location
