@@ -448,6 +448,10 @@ class QbeastDataSource(DataSource):
         storage = storage_settings(self.options)
         with storage_scope(storage):
             plan, skip = plan_format_write(self.options, schema, overwrite)
+            if not skip:
+                from server_plugin.writer import resolve_column_mapping
+
+                plan = resolve_column_mapping(plan)
             created_root = not skip and prepare_location(
                 plan.table_path, new_table=plan.read_version < 0
             )

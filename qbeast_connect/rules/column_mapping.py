@@ -42,6 +42,7 @@ __all__ = [
     "column_mapping",
     "mapping_mode",
     "missing_indexed_columns",
+    "same_logical_schema",
     "schema_json_of",
 ]
 
@@ -123,12 +124,14 @@ def _physical_field(field: Any, parent: str, nodes: dict[str, _Node] | None) -> 
     metadata = field.get("metadata") or {}
     physical = metadata.get(PHYSICAL_NAME_KEY)
     column_id = metadata.get(COLUMN_ID_KEY)
-    if not isinstance(physical, str) or not physical or isinstance(column_id, bool):
+    if not isinstance(physical, str) or not physical:
         raise CorruptLogError(
             f"column {where} has no {PHYSICAL_NAME_KEY} in a table with column mapping; "
             "the metaData action is damaged"
         )
     try:
+        if not isinstance(column_id, int | str) or isinstance(column_id, bool):
+            raise TypeError(column_id)
         number = int(column_id)
     except (TypeError, ValueError):
         raise CorruptLogError(
@@ -303,3 +306,24 @@ def check_indexed_columns(
             "table with qbeast (mode='overwrite' with the new columnsToIndex); reads without "
             "a sample fraction or filter still work"
         )
+
+
+def _shape(node: Any) -> Any:
+    """A schema node without field metadata and with every field nullable."""
+    if isinstance(node, Mapping):
+        out = {k: _shape(v) for k, v in node.items() if k != "metadata"}
+        for key in ("nullable", "containsNull", "valueContainsNull"):
+            if key in out:
+                out[key] = True
+        if isinstance(out.get("name"), str):
+            out["name"] = out["name"].lower()
+        return out
+    if isinstance(node, list):
+        return [_shape(v) for v in node]
+    return node
+
+
+def same_logical_schema(left: object, right: object) -> bool:
+    """Whether two schemas have the same columns and types, nested fields too, names
+    compared case-insensitively, field metadata and nullability ignored."""
+    return bool(_shape(schema_json_of(left)) == _shape(schema_json_of(right)))
