@@ -30,6 +30,7 @@ from qbeast_connect.exceptions import (
     IndexedColumnMissingError,
     UnsupportedProtocolError,
 )
+from qbeast_connect.rules.time_partitioning import partitioning_of
 
 __all__ = [
     "COLUMN_ID_KEY",
@@ -39,6 +40,7 @@ __all__ = [
     "PHYSICAL_NAME_KEY",
     "ColumnMapping",
     "check_indexed_columns",
+    "check_partition_column_mapped",
     "column_mapping",
     "mapping_mode",
     "missing_indexed_columns",
@@ -327,3 +329,29 @@ def same_logical_schema(left: object, right: object) -> bool:
     """Whether two schemas have the same columns and types, nested fields too, names
     compared case-insensitively, field metadata and nullability ignored."""
     return bool(_shape(schema_json_of(left)) == _shape(schema_json_of(right)))
+
+
+def check_partition_column_mapped(configuration: Mapping[str, str], schema: object) -> None:
+    """Refuse a time-partitioned table (``qc.write(..., partitionBy=...)``) whose partition
+    column's physical name is not its logical name (renamed after column mapping was
+    enabled): the client finds a file's time partition by the column's name in
+    ``add.partitionValues``, which holds the physical name. (Enabling column mapping keeps
+    every existing column's name as its physical name, so such tables read as before.)
+
+    Raises:
+        UnsupportedProtocolError: naming the column.
+    """
+    mapping = column_mapping(configuration, schema) if schema is not None else None
+    if mapping is None:
+        return
+    partitioning = partitioning_of(configuration)
+    if partitioning is None:
+        return
+    column = partitioning.column
+    if mapping.physical_name(column) != column:
+        raise UnsupportedProtocolError(
+            f"the time partition column {column!r} of this column-mapped table is stored "
+            f"under another physical name ({mapping.physical_name(column)!r}); qbeast-connect "
+            "reads time partitions only while the partition column keeps its name: rename "
+            "it back with Delta"
+        )

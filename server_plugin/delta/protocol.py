@@ -33,6 +33,7 @@ __all__ = [
     "MAX_WRITER_VERSION",
     "SUPPORTED_READER_FEATURES",
     "SUPPORTED_WRITER_FEATURES",
+    "UNUSED_ONLY_WRITER_FEATURES",
     "check_readable",
     "check_writable",
 ]
@@ -52,6 +53,13 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
     {"appendOnly", "columnMapping", "deletionVectors", "invariants"}
 )
 """Writer features (writer version 7) we honour when writing."""
+
+UNUSED_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
+    {"checkConstraints", "changeDataFeed", "generatedColumns"}
+)
+"""Writer features (listed at writer 7, or implied by writer 5) we write under only while
+the table does not use them: no ``delta.constraints.*``, change data feed off, no
+generation expression (Delta lists them when it upgrades a (2, 5) table to (3, 7))."""
 
 _FIX_READ = (
     "read the table with an engine that supports them (e.g. Spark with Delta Lake), "
@@ -142,7 +150,8 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     Passes :func:`check_readable` first (writers read the log). Then accepts writer
     versions 1-2, 5 (column mapping; while the table declares no check constraint, no
     generated column and no change data feed) and 7 only with the writer features of
-    :data:`SUPPORTED_WRITER_FEATURES`. Also refuses SQL invariants (we cannot evaluate
+    :data:`SUPPORTED_WRITER_FEATURES` (and of :data:`UNUSED_ONLY_WRITER_FEATURES` while the
+    table does not use them). Also refuses SQL invariants (we cannot evaluate
     them), a column mapping mode the protocol does not allow, a schema we cannot parse,
     partition columns missing from the schema and malformed values of
     the properties we enforce.
@@ -160,7 +169,7 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     if writer < 1:
         raise UnsupportedProtocolError(f"invalid minWriterVersion {writer}; the log is damaged")
     if writer == 5:
-        _check_writer_5(metadata)
+        _check_unused_features(metadata, "minWriterVersion 5")
     elif 3 <= writer <= 6:
         implied = {
             3: "checkConstraints",
@@ -183,15 +192,18 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
         writer,
         protocol.writer_features,
         7,
-        SUPPORTED_WRITER_FEATURES,
+        SUPPORTED_WRITER_FEATURES | UNUSED_ONLY_WRITER_FEATURES,
         f"cannot write; {_FIX_WRITE}",
     )
+    listed = set(protocol.writer_features or ()) & UNUSED_ONLY_WRITER_FEATURES
+    if writer == 7 and listed:
+        _check_unused_features(metadata, f"writer features [{_fmt(listed)}]")
     _check_metadata_writable(metadata, protocol)
 
 
-def _check_writer_5(metadata: Metadata) -> None:
-    """Writer version 5 implies checkConstraints, changeDataFeed and generatedColumns,
-    which this writer does not implement: refuse a table that uses any of them."""
+def _check_unused_features(metadata: Metadata, declared: str) -> None:
+    """checkConstraints, changeDataFeed and generatedColumns (implied by writer version 5
+    or listed at 7) are not implemented by this writer: refuse a table that uses any."""
     used = []
     if any(k.lower().startswith("delta.constraints.") for k in metadata.configuration):
         used.append("checkConstraints (delta.constraints.*)")
@@ -204,7 +216,7 @@ def _check_writer_5(metadata: Metadata) -> None:
         used.append("generatedColumns (delta.generationExpression)")
     if used:
         raise UnsupportedProtocolError(
-            f"table has minWriterVersion 5 and uses {', '.join(used)}, which qbeast-connect "
+            f"table has {declared} and uses {', '.join(used)}, which qbeast-connect "
             f"does not write; {_FIX_WRITE}"
         )
 

@@ -116,3 +116,23 @@ def test_a_field_without_its_physical_name_is_refused() -> None:
 def test_missing_indexed_columns() -> None:
     assert missing_indexed_columns(["ID", "renamed"], SCHEMA) == []
     assert missing_indexed_columns(["id", "old_name"], SCHEMA) == ["old_name"]
+
+
+def test_a_renamed_time_partition_column_is_refused() -> None:
+    from qbeast_connect.rules.column_mapping import check_partition_column_mapped
+
+    partitioned = {
+        **CONFIG,
+        "qbeast.timePartitioning": json.dumps(
+            {"timeColumn": "ts", "period": "daily", "partitionColumn": "renamed"}
+        ),
+    }
+    with pytest.raises(UnsupportedProtocolError, match="'renamed'.*'old_name'"):
+        check_partition_column_mapped(partitioned, SCHEMA)
+    kept = {**partitioned, "qbeast.timePartitioning": partitioned[
+        "qbeast.timePartitioning"].replace("renamed", "id")}  # fmt: skip
+    schema = json.loads(json.dumps(SCHEMA))
+    schema["fields"][0]["metadata"]["delta.columnMapping.physicalName"] = "id"
+    check_partition_column_mapped(kept, schema)  # the physical name is the logical one
+    check_partition_column_mapped({"qbeast.timePartitioning": kept[
+        "qbeast.timePartitioning"]}, SCHEMA)  # fmt: skip

@@ -65,7 +65,7 @@ def test_read_allowed(protocol: Protocol) -> None:
         (Protocol(1, 6), "identityColumns"),
         (Protocol(2, 6), "identityColumns"),
         (Protocol(1, 8), "minWriterVersion 8"),
-        (Protocol(1, 7, None, ("appendOnly", "changeDataFeed")), "changeDataFeed"),
+        (Protocol(1, 7, None, ("appendOnly", "identityColumns")), "identityColumns"),
         (Protocol(1, 7, None, ("someFutureFeature",)), "someFutureFeature"),
         (Protocol(1, 7, None, ("domainMetadata",)), "domainMetadata"),
         (Protocol(1, 7, None, None), "writerFeatures"),
@@ -89,6 +89,23 @@ def test_write_refused(protocol: Protocol, named: str) -> None:
         Protocol(1, 5),
         Protocol(2, 5),
         Protocol(3, 7, ("columnMapping",), ("columnMapping",)),
+        # Delta 4.4's CREATE TABLE with column mapping
+        Protocol(2, 7, None, ("columnMapping", "invariants", "appendOnly")),
+        # a (2, 5) table upgraded by enabling deletion vectors: the legacy features listed
+        Protocol(
+            3,
+            7,
+            ("columnMapping", "deletionVectors"),
+            (
+                "appendOnly",
+                "invariants",
+                "checkConstraints",
+                "changeDataFeed",
+                "generatedColumns",
+                "columnMapping",
+                "deletionVectors",
+            ),
+        ),
     ],
 )
 def test_write_allowed(protocol: Protocol) -> None:
@@ -226,5 +243,8 @@ def test_writer_5_refused_while_its_other_features_are_used(
     configuration: dict[str, str], schema: str, named: str
 ) -> None:
     meta = dataclasses.replace(META, schema_string=schema, configuration=configuration)
-    with pytest.raises(UnsupportedProtocolError, match=named):
+    with pytest.raises(UnsupportedProtocolError, match=f"minWriterVersion 5 and uses {named}"):
         check_writable(Protocol(2, 5), meta)
+    listed = Protocol(1, 7, None, ("checkConstraints", "changeDataFeed", "generatedColumns"))
+    with pytest.raises(UnsupportedProtocolError, match=f"writer features .* uses {named}"):
+        check_writable(listed, meta)
