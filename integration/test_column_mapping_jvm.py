@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import qbeast_connect as qc
-from qbeast_connect.exceptions import IndexedColumnMissingError
+from qbeast_connect.exceptions import IndexedColumnMissingError, SchemaMismatchError
 from qbeast_connect.model.weight import weight_from_fraction
 from tests.spark.helpers import live_adds, spark_digest
 
@@ -171,9 +171,15 @@ def test_appends_and_optimize_to_a_name_mapped_table_are_read_by_delta(
     more = _rows(dspark, 1000, 1800).selectExpr(
         "id", "x", "d", "s as label", "named_struct('a', nest.a, 'beta', nest.b) as nest"
     )
-    qc.write(more, path, mode="append")
+    qc.write(more.where("id < 1600"), path, mode="append")
+    # format("qbeast") writes resolve the mapping on the server too
+    more.where("id >= 1600").write.format("qbeast").mode("append").save(path)
     count, _ = _agree(dspark, path)
     assert count == 1800
+    # a column added by our write would need a new physical name and id: refused
+    with pytest.raises(SchemaMismatchError, match="ADD COLUMNS"):
+        qc.write(more.selectExpr("*", "1 as extra"), path, mode="append", mergeSchema="true")
+    assert qc.QbeastTable.forPath(dspark, path).toDF().count() == 1800
     delta = dspark.read.format("delta").load(path)
     assert delta.filter("label = 'k5' AND nest.beta = 'b1'").count() == len(
         [i for i in range(1800) if i % 31 == 5 and i % 3 == 1]
