@@ -91,6 +91,11 @@ class UnsupportedProtocolError(MetadataFormatError, code="QBEAST_UNSUPPORTED_PRO
     """The table needs a Delta protocol version or table feature we do not implement."""
 
 
+class IndexedColumnMissingError(QbeastError, code="QBEAST_INDEXED_COLUMN_MISSING"):
+    """A column a revision indexes is no longer in the table schema: it was renamed or
+    dropped (Delta column mapping). The index cannot be used with the column's new name."""
+
+
 class RevisionConflictError(QbeastError, code="QBEAST_REVISION_CONFLICT"):
     """The write's indexing (columns, transformers) cannot be reconciled with the table's."""
 

@@ -716,7 +716,9 @@ class QbeastTable:
         """A DataFrame over these log paths of the table, with the reader of :meth:`_reader`."""
         adds = {str(a.get("path")): a for a in self._state.adds}
         files = [table_file(adds.get(p, {"path": p})) for p in paths]
-        return read_table_files(self._spark, self._path, self.schema, files)
+        return read_table_files(
+            self._spark, self._path, self.schema, files, self._state.configuration
+        )
 
     def _absolute(self, path: str) -> str:
         """The location of a file named by the log, refusing any that leaves the table."""

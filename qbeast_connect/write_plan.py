@@ -70,6 +70,10 @@ class WritePlan:
         partition_trees: for an indexed write to a time-partitioned table, the cube max
             weights and layout of every partition written (each partition is a tree of
             its own; ``cube_weights`` and ``layout`` are then unused), or None.
+        column_mapping: for a table with Delta column mapping, ``{"mode": "name"|"id",
+            "schema": <the table's schemaString>}``: the tasks write physical names (and
+            field ids). Filled in by the server from the log at ``read_version``
+            (``server_plugin.writer.resolve_column_mapping``), never by the client.
     """
 
     table_path: str
@@ -93,6 +97,7 @@ class WritePlan:
     append_task: Mapping[str, Any] | None = None
     partitioning: TimePartitioning | None = None
     partition_trees: Mapping[str, PartitionTree] | None = None
+    column_mapping: Mapping[str, str] | None = None
 
     def to_json(self) -> str:
         """Serialize for the ``plan`` option of the write data source."""
@@ -122,6 +127,7 @@ class WritePlan:
                 None if self.partitioning is None else self.partitioning.to_json_value()
             ),
             "partitionTrees": trees_to_json(self.partition_trees),
+            "columnMapping": None if self.column_mapping is None else dict(self.column_mapping),
         }
         return plan_to_json(data)
 
@@ -160,6 +166,7 @@ class WritePlan:
                     else TimePartitioning.from_json_value(data["partitioning"])
                 ),
                 partition_trees=trees_from_json(data.get("partitionTrees")),
+                column_mapping=data.get("columnMapping"),
             )
 
 

@@ -145,8 +145,11 @@ class QbeastCommandSource(_RowSource):
 
 
 class _IndexWriter(DataSourceArrowWriter):
-    def __init__(self, options: Mapping[str, str], created_root: bool = False) -> None:
-        self.options = options
+    def __init__(
+        self, options: Mapping[str, str], created_root: bool = False, plan_json: str = ""
+    ) -> None:
+        # the plan as the server resolved it (the table's column mapping filled in)
+        self.options = {**options, "plan": plan_json} if plan_json else options
         # the write creates the table's directory: a failed write removes it again
         self.created_root = created_root
 
@@ -190,6 +193,7 @@ class QbeastWriteSource(DataSource):
         from qbeast_connect.write_plan import WritePlan
         from server_plugin.hooks import parse_hooks
         from server_plugin.locations import prepare_location
+        from server_plugin.writer import resolve_column_mapping
 
         plan = WritePlan.from_json(self.options["plan"])
         # fail before any task writes a file when a hook is not allowed here
@@ -197,7 +201,8 @@ class QbeastWriteSource(DataSource):
         # ... or when a new table's location holds other files or lies in another table
         with storage_scope(self.options):
             created_root = prepare_location(plan.table_path, new_table=plan.read_version < 0)
-        return _IndexWriter(self.options, created_root)
+            plan = resolve_column_mapping(plan)
+        return _IndexWriter(self.options, created_root, plan.to_json())
 
 
 __all__ = ["QbeastCommandSource", "QbeastSnapshotSource", "QbeastWriteSource"]

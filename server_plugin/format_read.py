@@ -152,8 +152,14 @@ class QbeastScanReader(ParquetFilesReader):
         version: int | None,
         schema: StructType,
         storage_options: Mapping[str, str] | None = None,
+        column_mapping_mode: str | None = None,
     ) -> None:
-        super().__init__(path, schema, storage_options=storage_settings(storage_options))
+        super().__init__(
+            path,
+            schema,
+            storage_options=storage_settings(storage_options),
+            column_mapping_mode=column_mapping_mode,
+        )
         self.version = version
         self.predicates: list[Predicate] = []
 

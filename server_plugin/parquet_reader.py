@@ -37,6 +37,7 @@ __all__ = [
     "deleted_rows",
     "drop_rows",
     "pack_partitions",
+    "relabel",
     "typed_partition_values",
 ]
 
@@ -115,6 +116,19 @@ def conform_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
+def relabel(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """The batch's columns under ``target``'s names, nested field names too: every column
+    already has its target type up to field names (physical -> logical names of a
+    column-mapped table), so each is a zero-copy view. (An Arrow cast would match nested
+    fields by name and give nulls.)"""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [column.view(field.type) for column, field in zip(batch.columns, target, strict=True)],
+        schema=target,
+    )
+
+
 def deleted_rows(storage: Storage, vector: Mapping[str, Any]) -> npt.NDArray[np.uint64]:
     """The sorted row indexes a file's ``deletionVector`` (its JSON object) deletes."""
     from server_plugin.delta.deletion_vectors import (
@@ -153,6 +167,10 @@ class ParquetFilesReader(DataSourceReader):
         partition_values: storage key -> the file's partition values (from the log).
         storage_options: object-store settings the client sent with the read (None: the
             server's own).
+        column_mapping_mode: the table's ``delta.columnMapping.mode``: with ``name`` or
+            ``id`` the files (and ``partition_values``) name columns by the physical names
+            in ``schema``'s field metadata; the rows are returned under ``schema``'s
+            logical names.
     """
 
     def __init__(
@@ -163,6 +181,7 @@ class ParquetFilesReader(DataSourceReader):
         partition_values: Mapping[str, Mapping[str, str | None]] | None = None,
         storage_options: Mapping[str, str] | None = None,
         deletion_vectors: Mapping[str, Mapping[str, Any]] | None = None,
+        column_mapping_mode: str | None = None,
     ) -> None:
         self.root = root
         self.schema = schema
@@ -170,6 +189,7 @@ class ParquetFilesReader(DataSourceReader):
         self.partition_values = {k: dict(v) for k, v in (partition_values or {}).items() if v}
         self.storage_options = dict(storage_options) if storage_options else None
         self.deletion_vectors = {k: dict(v) for k, v in (deletion_vectors or {}).items()}
+        self.column_mapping_mode = column_mapping_mode
 
     def selected(self) -> list[tuple[str, int]]:
         """``(storage key, size)`` of every file the read opens (subclasses may plan them)."""
@@ -198,11 +218,20 @@ class ParquetFilesReader(DataSourceReader):
         entries = partition.value or ()
         if not entries:
             return
+        from qbeast_connect.rules.column_mapping import COLUMN_MAPPING_MODE, column_mapping
+
         storage = storage_for(self.root, self.storage_options)
-        target = to_arrow_schema(self.schema, timezone="UTC")
+        logical = to_arrow_schema(self.schema, timezone="UTC")
+        stored = self.schema
+        mapping = column_mapping(
+            {COLUMN_MAPPING_MODE: self.column_mapping_mode or "none"}, self.schema
+        )
+        if mapping is not None:
+            stored = StructType.fromJson(dict(mapping.physical_schema))
+        target = to_arrow_schema(stored, timezone="UTC")
         wanted = {name.lower() for name in target.names}
         for key, strings, vector in entries:
-            values = typed_partition_values(self.schema, strings or {})
+            values = typed_partition_values(stored, strings or {})
             deleted = None if vector is None else deleted_rows(storage, vector)
             with storage.open_input(key) as source:
                 parquet = pq.ParquetFile(source)
@@ -218,4 +247,5 @@ class ParquetFilesReader(DataSourceReader):
                         batch = drop_rows(batch, deleted, start)
                     start += rows
                     if batch.num_rows:
-                        yield conform_batch(batch, target, values)
+                        out = conform_batch(batch, target, values)
+                        yield out if mapping is None else relabel(out, logical)

@@ -57,6 +57,7 @@ from qbeast_connect.exceptions import (
     TableNotFoundError,
 )
 from qbeast_connect.options import parse_bool
+from qbeast_connect.rules.column_mapping import mapping_mode
 from server_plugin.delta.storage.scope import storage_scope, storage_settings
 from server_plugin.format_read import (
     QbeastPushdownReader,
@@ -219,9 +220,7 @@ def plan_format_write(
     path = _require_path(options)
     # Spark hands the option keys over lower-cased: the option rules match names
     # case-insensitively and give known ``delta.*`` properties their canonical spelling
-    opts = parse_write_options(
-        {k: v for k, v in options.items() if not storage_settings({k: v})}
-    )
+    opts = parse_write_options({k: v for k, v in options.items() if not storage_settings({k: v})})
     parse_hooks(opts.hooks)
     schema_json = str(schema.json())
     check_column_names(schema.names, path)
@@ -293,9 +292,7 @@ def plan_format_write(
     if not keep_space or planned.is_new:
         # an append's new revision (other cubeSize or columnStats) keeps the old ones; an
         # overwrite keeps none
-        configuration = write_configuration(
-            base_config, revision, planned.staging, opts, appending
-        )
+        configuration = write_configuration(base_config, revision, planned.staging, opts, appending)
     elif appending:
         assert qsnap is not None
         weights = _existing_weights(qsnap, revision)
@@ -323,9 +320,7 @@ def plan_format_write(
     return plan, skip
 
 
-def _existing_weights(
-    qsnap: QbeastSnapshot, revision: Revision
-) -> dict[str, int]:
+def _existing_weights(qsnap: QbeastSnapshot, revision: Revision) -> dict[str, int]:
     """Cube max weights of the revision as it is."""
     statuses = qsnap.cube_statuses(revision.revision_id)
     return {str(c): int(s.max_weight) for c, s in statuses.items()}
@@ -461,6 +456,7 @@ class QbeastDataSource(DataSource):
             )
         # the schema and the files read come from the same version
         self._pinned_version = snapshot.version
+        self._mapping_mode = mapping_mode(snapshot.metadata.configuration)
         schema = StructType.fromJson(json.loads(snapshot.metadata.schema_string))
         if self.options.get("provider") and self.options.get("location") and schema.fields:
             # CREATE TABLE ... USING qbeast LOCATION: the catalog keeps this schema and
@@ -473,9 +469,14 @@ class QbeastDataSource(DataSource):
         options = with_catalog_location(self.options, schema)
         path = _require_path(options)
         version = self._version()
+        mode = getattr(self, "_mapping_mode", None)
+        if mode is None:  # a schema given by the reader: the table's mapping is still needed
+            with storage_scope(options):
+                snapshot = read_delta_snapshot(path, version)
+            mode = "none" if snapshot is None else mapping_mode(snapshot.metadata.configuration)
         if _flag(options, "filterPushdown", True):
-            return QbeastPushdownReader(path, version, schema, options)
-        return QbeastScanReader(path, version, schema, options)
+            return QbeastPushdownReader(path, version, schema, options, mode)
+        return QbeastScanReader(path, version, schema, options, mode)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location
@@ -484,6 +485,10 @@ class QbeastDataSource(DataSource):
         storage = storage_settings(options)
         with storage_scope(storage):
             plan, skip = plan_format_write(options, schema, overwrite)
+            if not skip:
+                from server_plugin.writer import resolve_column_mapping
+
+                plan = resolve_column_mapping(plan)
             created_root = not skip and prepare_location(
                 plan.table_path, new_table=plan.read_version < 0
             )

@@ -12,11 +12,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast_connect.exceptions import CommitConflictError, InvalidOptionError
+from qbeast_connect.exceptions import (
+    CommitConflictError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    UnsupportedProtocolError,
+)
 from qbeast_connect.index.partition_trees import EMPTY_TREE, PartitionTree
 from qbeast_connect.model.block import Block, tags_for
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
+from qbeast_connect.rules.column_mapping import (
+    COLUMN_MAPPING_MODE,
+    ColumnMapping,
+    check_indexed_columns,
+    column_mapping,
+    mapping_mode,
+    same_logical_schema,
+)
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan
 from server_plugin import write_profile
 from server_plugin.data_files import (
@@ -26,6 +39,7 @@ from server_plugin.data_files import (
     task_files,
 )
 from server_plugin.delta.actions import AddFile, FrozenMap, Metadata, RemoveFile, Txn
+from server_plugin.delta.column_mapping_arrow import physical_table
 from server_plugin.delta.committer import (
     commit,
     create_table_actions,
@@ -138,6 +152,8 @@ class _TaskBuffer:
         self.bytes = 0
         self.written: list[WrittenFile] = []
         self.spill = GroupSpill()
+        #: a column-mapped table's names: files store physical names (and field ids)
+        self.mapping = _plan_mapping(plan)
 
     def add(self, batch: pa.RecordBatch) -> None:
         from qbeast_connect.index.block_order import morton_keys
@@ -324,8 +340,9 @@ class _TaskBuffer:
         from qbeast_connect.model.cube_id import cube_string_sort_key
 
         # cubes by CubeId rank: a file's blocks are written in cube order
-        by_rank = sorted(range(len(self.labels)), key=lambda i: cube_string_sort_key(
-            self.labels[i]))
+        by_rank = sorted(
+            range(len(self.labels)), key=lambda i: cube_string_sort_key(self.labels[i])
+        )
         rank_of = np.empty(len(self.labels), dtype=np.int32)
         rank_of[np.asarray(by_rank, dtype=np.int64)] = np.arange(len(by_rank), dtype=np.int32)
         labels = [self.labels[i] for i in by_rank]
@@ -358,9 +375,7 @@ class _TaskBuffer:
                 )
                 at += 1
             top = int(ordered_weights[start:end].max())
-            self.written.append(
-                self._write(table.slice(start, end - start), blocks, in_part, top)
-            )
+            self.written.append(self._write(table.slice(start, end - start), blocks, in_part, top))
             start = end
 
     def _write(
@@ -377,6 +392,10 @@ class _TaskBuffer:
             value = self.partitions.labels[part]
             name = f"{partition_dir(column, value)}/{name}"
             partition_values = {column: value}
+            if self.mapping is not None:
+                partition_values = self.mapping.physical_partition_values(partition_values)
+        if self.mapping is not None:
+            table = physical_table(table, self.mapping)
         with write_profile.phase("options"):
             options = parquet_write_options(table)
         encode = write_profile.phase("parquet")
@@ -412,6 +431,62 @@ class _TaskBuffer:
             num_records=table.num_rows,
             partition_values=partition_values,
         )
+
+
+def _plan_mapping(plan: WritePlan) -> ColumnMapping | None:
+    if not plan.column_mapping:
+        return None
+    mode = plan.column_mapping.get("mode", "none")
+    return column_mapping({COLUMN_MAPPING_MODE: mode}, plan.column_mapping["schema"])
+
+
+def resolve_column_mapping(plan: WritePlan) -> WritePlan:
+    """The plan with the column mapping of the table it writes (on the server's driver,
+    before any task runs): the table's log at ``plan.read_version`` decides.
+
+    On a table with ``delta.columnMapping.mode`` ``name``/``id``, the tasks write physical
+    names (:attr:`WritePlan.column_mapping`), the metadata keeps the table's schema with its
+    mapping (an overwrite with the same columns keeps it as it is), and the index's columns
+    must still be in the schema. The writer does not change such a table's columns: a
+    ``mergeSchema`` append that adds columns, or an overwrite with other columns, is
+    refused (add the columns with Delta, ``ALTER TABLE ... ADD COLUMNS``, then append).
+
+    Raises:
+        SchemaMismatchError: the write would change a column-mapped table's columns.
+        UnsupportedProtocolError: the write would change the column mapping mode.
+        IndexedColumnMissingError: an indexed column was renamed or dropped.
+    """
+    if plan.read_version < 0:
+        return plan
+    base = read_snapshot(storage_for(plan.table_path), plan.read_version).metadata
+    mode = mapping_mode(base.configuration)
+    if plan.configuration is not None and mapping_mode(plan.configuration) != mode:
+        raise UnsupportedProtocolError(
+            f"a write to {plan.table_path} would change {COLUMN_MAPPING_MODE} from {mode!r}; "
+            "qbeast-connect keeps a table's column mapping as it is"
+        )
+    if mode == "none":
+        return plan
+    schema_string = plan.schema_string
+    if schema_string is not None and schema_string != base.schema_string:
+        if not same_logical_schema(schema_string, base.schema_string):
+            raise SchemaMismatchError(
+                f"cannot change the columns of {plan.table_path}, a table with Delta column "
+                f"mapping ({COLUMN_MAPPING_MODE}={mode}): qbeast-connect writes its columns "
+                "as they are. Add columns with Delta (ALTER TABLE delta.`<path>` ADD COLUMNS "
+                "(...)) and then append, or write the data to a new table"
+            )
+        schema_string = base.schema_string
+    if plan.revision_json is not None:
+        revision = Revision.from_json(plan.revision_json)
+        check_indexed_columns(
+            revision.revision_id, revision.column_names, base.schema_string, plan.table_path
+        )
+    return dataclasses.replace(
+        plan,
+        schema_string=schema_string,
+        column_mapping={"mode": mode, "schema": base.schema_string},
+    )
 
 
 def _file_stats(table: pa.Table) -> str | None:
@@ -487,6 +562,15 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
         )
     else:
         base = read_snapshot(storage, plan.read_version)
+        mode = mapping_mode(base.metadata.configuration)
+        planned = plan.column_mapping or {}
+        if planned.get("mode", "none") != mode or (
+            mode != "none" and planned.get("schema") != base.metadata.schema_string
+        ):
+            raise CommitConflictError(
+                f"the column mapping of {plan.table_path} at version {plan.read_version} is "
+                "not the one the write's files were written with; retry the write"
+            )
         config = committed_configuration(
             partitioning,
             plan.configuration,
@@ -551,9 +635,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
             )
         )
     changes_metadata = new_table or config is not None or plan.schema_string is not None
-    blind = (
-        not changes_metadata and not removed and plan.mode == "append" and plan.data_change
-    )
+    blind = not changes_metadata and not removed and plan.mode == "append" and plan.data_change
     # An append or an optimize reads only the files it removes and the revision it indexes
     # with; when its metaData change only adds revisions, it commutes with concurrent
     # appends and is rebased over concurrent revisions (server_plugin.revision_rebase).

@@ -49,6 +49,7 @@ from qbeast_connect.planning.predicate import (
     to_dnf,
 )
 from qbeast_connect.planning.query_space import QuerySpace, query_space
+from qbeast_connect.rules.column_mapping import check_indexed_columns, column_mapping
 
 __all__ = [
     "RevisionScan",
@@ -108,9 +109,7 @@ def weight_range_for_fraction(fraction: float) -> tuple[int, int | None]:
     return (MIN_WEIGHT, weight_from_fraction(f))
 
 
-def rows_inside_band(
-    files: Iterable[IndexFile], from_fraction: float, to_fraction: float
-) -> bool:
+def rows_inside_band(files: Iterable[IndexFile], from_fraction: float, to_fraction: float) -> bool:
     """Whether every row of ``files`` has its weight in the band
     ``[weight(from_fraction), weight(to_fraction))``, so the band's weight filter would
     keep them all and a read may leave it out.
@@ -292,16 +291,27 @@ def stats_by_path(
 
     Accepts the add dicts themselves or ``{"add": {...}}`` wrappers. With the table's
     ``configuration`` and ``schema``, the files of a time-partitioned table also get the
-    bounds their partition proves (:mod:`~qbeast_connect.planning.partition_stats`).
+    bounds their partition proves (:mod:`~qbeast_connect.planning.partition_stats`), and
+    the statistics of a column-mapped table are keyed by logical names
+    (:mod:`~qbeast_connect.rules.column_mapping`).
     """
     out: dict[str, Any] = {}
     adds: list[Mapping[str, Any]] = []
+    # a column-mapped table's stats and partition values name physical columns: the
+    # planner reads logical names (entries without a certain translation are left out)
+    mapping = None if configuration is None else column_mapping(configuration, schema or {})
     for a in add_actions:
         if "add" in a and isinstance(a["add"], Mapping) and "path" not in a:
             a = a["add"]
         path = a.get("path")
         if isinstance(path, str):
-            out[path] = a.get("stats")
+            if mapping is None:
+                out[path] = a.get("stats")
+            else:
+                out[path] = mapping.logical_stats(a.get("stats"))
+                values = a.get("partitionValues")
+                if isinstance(values, Mapping):
+                    a = {**a, "partitionValues": mapping.logical_partition_values(values)}
             adds.append(a)
     if configuration is None:
         return out
@@ -571,6 +581,8 @@ def plan_files(
         cubes: int | None = None
         if use_index:
             assert revision is not None
+            if schema is not None:
+                check_indexed_columns(revision_id, revision.column_names, schema)
             space = query_space(revision, predicate, max_boxes=_MAX_DNF_TERMS)
             if space.is_empty:
                 candidates: list[IndexFile] = []

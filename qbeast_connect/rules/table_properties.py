@@ -199,8 +199,11 @@ def checked_table_properties(properties: Mapping[str, str]) -> dict[str, str]:
                 )
         elif key == COLUMN_MAPPING_MODE and value.lower() != "none":
             raise UnsupportedProtocolError(
-                f"table property {key}={raw_value!r} needs the columnMapping table feature, "
-                "which qbeast-connect does not write; leave it unset (or 'none')"
+                f"table property {key}={raw_value!r} (feature columnMapping): qbeast-connect "
+                "reads, appends to and optimizes column-mapped tables but does not turn column "
+                "mapping on; enable it with Delta Lake (ALTER TABLE delta.`<path>` SET "
+                f"TBLPROPERTIES ('{key}' = 'name', 'delta.minReaderVersion' = '2', "
+                "'delta.minWriterVersion' = '5')), or leave it unset (or 'none')"
             )
         out[key] = value if key in _CANONICAL.values() else str(raw_value)
     return out

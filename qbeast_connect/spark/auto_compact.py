@@ -92,7 +92,7 @@ def _compact(
     adds = {str(a.get("path")): a for a in state.adds}
     files = [table_file(adds[p]) for p in paths]
     schema = StructType.fromJson(json.loads(state.schema_string))
-    source = read_table_files(spark, state.path, schema, files)
+    source = read_table_files(spark, state.path, schema, files, state.configuration)
     result = index_staging(
         source,
         state.path,
@@ -105,4 +105,3 @@ def _compact(
     if result.version is None:
         return AutoCompaction(None, skipped="the rows do not fit the latest revision's space")
     return AutoCompaction(result.version, result.removed_files, result.added_files, result.rows)
-

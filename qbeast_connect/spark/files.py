@@ -162,6 +162,7 @@ def read_table_files(
     root: str,
     schema: StructType,
     files: Sequence[TableFile],
+    configuration: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """A DataFrame over ``files`` of the table at ``root``, read by :func:`reader_for`'s
     choice.
@@ -177,11 +178,45 @@ def read_table_files(
         root: the table's canonical location.
         schema: the schema to read the files with (the table's).
         files: ``(log path, size, partition values)`` per file (``{}`` when unpartitioned).
+        configuration: the table's ``metaData.configuration``. With Delta column mapping
+            (``delta.columnMapping.mode`` ``name``/``id``) the files and the partition
+            values name columns by their physical names: they are read with the physical
+            schema and the columns renamed (and nested fields cast, which Spark does by
+            position) to ``schema``'s logical names.
 
     Raises:
         UnsafePathError: a log path leaves the table's directory.
-        CorruptLogError: a partition value is not of its column's type.
+        CorruptLogError: a partition value is not of its column's type, or a column of a
+            column-mapped table has no physical name.
     """
+    from qbeast_connect.rules.column_mapping import column_mapping
+
+    mapping = column_mapping(configuration, schema)
+    if mapping is None:
+        return _read_table_files(spark, root, schema, files)
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.planning.predicate.sql_render import quote_identifier
+
+    physical = StructType.fromJson(dict(mapping.physical_schema))
+    frame = _read_table_files(spark, root, physical, files)
+    columns = []
+    for logical, stored in zip(schema.fields, physical.fields, strict=True):
+        column = F.col(quote_identifier(stored.name))
+        if stored.dataType != logical.dataType:  # nested fields: cast renames by position
+            column = column.cast(logical.dataType)
+        columns.append(column.alias(logical.name))
+    return frame.select(*columns)
+
+
+def _read_table_files(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+) -> DataFrame:
+    """:func:`read_table_files` of files whose column names are ``schema``'s."""
     located = [resolve_table_file(root, f[0]) for f in files]
     vectors = [f[3] for f in files]
     if reader_for(spark, root) == SPARK_READER and not all(vectors):

@@ -27,6 +27,7 @@ from qbeast_connect.exceptions import (
 )
 from qbeast_connect.model.block import index_file_from_add
 from qbeast_connect.model.snapshot import QbeastSnapshot
+from qbeast_connect.rules.column_mapping import check_partition_column_mapped
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.execute import arrow_in_one_call
 from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
@@ -83,6 +84,7 @@ class TableState:
         Built once per state and then shared (a ``QbeastSnapshot`` is immutable).
         """
         if not self._qbeast:
+            check_partition_column_mapped(self.configuration, self.metadata.get("schemaString"))
             self._qbeast.append(
                 QbeastSnapshot.from_delta(self.configuration, self.adds, self.version)
             )

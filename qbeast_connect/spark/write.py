@@ -59,6 +59,7 @@ from qbeast_connect.options import (
 )
 from qbeast_connect.planning.predicate import quote_identifier
 from qbeast_connect.rules.auto_compact import stored_configuration
+from qbeast_connect.rules.column_mapping import check_indexed_columns
 from qbeast_connect.rules.columns import (
     check_column_names,
     index_types,
@@ -362,6 +363,11 @@ class _Writer:
                     f"the Delta table at {self.path} has no qbeast metadata: convert it first "
                     "with qbeast_connect.convertToQbeast(...)"
                 )
+            latest_revision = qsnap.latest_revision
+            if latest_revision is not None and state.schema_string is not None:
+                # an indexed column renamed or dropped (Delta column mapping)
+                check_indexed_columns(latest_revision.revision_id, latest_revision.column_names,
+                                      state.schema_string, self.path)
             schema_string = self._check_append_schema(state, schema_json)
         else:
             schema_string = nullable_schema_json(schema_json)

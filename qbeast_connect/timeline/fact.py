@@ -229,9 +229,7 @@ class Fact:
             out[path] = selected
         return out
 
-    def read(
-        self, start: TimeLike, end: TimeLike, where: Column | str | None = None
-    ) -> DataFrame:
+    def read(self, start: TimeLike, end: TimeLike, where: Column | str | None = None) -> DataFrame:
         """One DataFrame with the rows of exactly the partitions of :meth:`cover`.
 
         The files come from the loaded Delta snapshots (never from a directory listing);
@@ -265,6 +263,7 @@ class Fact:
                 state.path,  # the canonical location (relative paths resolved)
                 schema,
                 [table_file(a) for a in selected],
+                state.configuration,
             )
             frame = frame.select(*[quote_identifier(n) for n in schema.fieldNames()])
             if where is not None:
@@ -310,4 +309,3 @@ def _json(text: str | None) -> dict[str, object]:
     value = json.loads(text)
     assert isinstance(value, dict)
     return value
-

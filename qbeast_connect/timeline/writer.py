@@ -20,8 +20,10 @@ from qbeast_connect.exceptions import (
     SchemaMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    UnsupportedProtocolError,
 )
 from qbeast_connect.planning.predicate import quote_identifier
+from qbeast_connect.rules.column_mapping import mapping_mode
 from qbeast_connect.rules.schema import nullable_schema_json
 from qbeast_connect.rules.time_partitioning import partition_string_sql
 from qbeast_connect.spark.commits import find_commit
@@ -126,6 +128,11 @@ def _check_append_schema(state: TableState, schema: Any, path: str) -> None:
     table_string = state.schema_string
     if table_string is None:
         return
+    if mapping_mode(state.configuration) != "none":
+        raise UnsupportedProtocolError(
+            f"the table at {path} uses Delta column mapping, which timeline writes do not "
+            "implement yet; append with qbeast_connect.write(...) instead"
+        )
     table_schema = StructType.fromJson(json.loads(table_string))
     table_fields = {f.name: f.dataType for f in table_schema.fields}
     data_fields = {f.name: f.dataType for f in schema.fields}

@@ -13,6 +13,12 @@ when every listed feature is supported:
 * ``domainMetadata`` (writer): domains are replayed, checkpointed and kept; we never
   write ``domainMetadata`` actions ourselves.
 * ``vacuumProtocolCheck`` (reader only), ``appendOnly``, ``invariants`` (writer).
+* ``columnMapping`` (reader+writer, also the legacy protocol **(2, 5)**, whose writer 5
+  implies ``checkConstraints``, ``changeDataFeed`` and ``generatedColumns``: such a table
+  is written only while it uses none of those three;
+  :mod:`qbeast_connect.rules.column_mapping`).
+* ``deletionVectors`` (reader+writer): vectors are applied on every read; we never write
+  them ourselves.
 
 Everything else is refused *before* the schema, files or stats are used, with an
 UnsupportedProtocolError naming the unsupported versions or features.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import re
 
 from qbeast_connect.exceptions import CorruptLogError, UnsupportedProtocolError
+from qbeast_connect.rules.column_mapping import column_mapping, mapping_mode
 
 from .actions import Metadata, Protocol
 from .properties import (
@@ -45,6 +52,7 @@ __all__ = [
     "MAX_WRITER_VERSION",
     "SUPPORTED_READER_FEATURES",
     "SUPPORTED_WRITER_FEATURES",
+    "UNUSED_ONLY_WRITER_FEATURES",
     "check_readable",
     "check_type_changes",
     "check_writable",
@@ -59,6 +67,7 @@ MAX_WRITER_VERSION = 7
 
 SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
     {
+        "columnMapping",
         "deletionVectors",
         "vacuumProtocolCheck",
         "v2Checkpoint",
@@ -72,6 +81,7 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
     {
         "appendOnly",
+        "columnMapping",
         "deletionVectors",
         "invariants",
         "v2Checkpoint",
@@ -82,6 +92,13 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
     }
 )
 """Writer features (writer version 7) we honour when writing."""
+
+UNUSED_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
+    {"checkConstraints", "changeDataFeed", "generatedColumns"}
+)
+"""Writer features (listed at writer 7, or implied by writer 5) we write under only while
+the table does not use them: no ``delta.constraints.*``, change data feed off, no
+generation expression (Delta lists them when it upgrades a (2, 5) table to (3, 7))."""
 
 _FIX_READ = (
     "read the table with an engine that supports them (e.g. Spark with Delta Lake), "
@@ -143,23 +160,18 @@ def check_readable(protocol: Protocol) -> None:
         protocol: The table's protocol action.
 
     Raises:
-        UnsupportedProtocolError: ``minReaderVersion`` is 2 (column mapping) or above 3,
-            version 3 lists a reader feature we do not implement, or the feature lists
+        UnsupportedProtocolError: ``minReaderVersion`` is above 3, version 3 lists a
+            reader feature we do not implement, or the feature lists
             are inconsistent with the versions. The message names the features.
     """
     reader = protocol.min_reader_version
     if reader < 1:
         raise UnsupportedProtocolError(f"invalid minReaderVersion {reader}; the log is damaged")
-    if reader == 2:
-        raise UnsupportedProtocolError(
-            "table requires minReaderVersion 2 (feature columnMapping), which "
-            f"qbeast-connect does not support; {_FIX_READ}"
-        )
     if reader > MAX_READER_VERSION:
         raise UnsupportedProtocolError(
-            f"table requires minReaderVersion {reader}; qbeast-connect reads versions 1 and "
-            f"3 (with features {_fmt(list(SUPPORTED_READER_FEATURES))}); upgrade "
-            "qbeast-connect or use another Delta engine"
+            f"table requires minReaderVersion {reader}; qbeast-connect reads versions 1, 2 "
+            f"(columnMapping) and 3 (with features {_fmt(list(SUPPORTED_READER_FEATURES))}); "
+            "upgrade qbeast-connect or use another Delta engine"
         )
     _check_features(
         "reader",
@@ -175,9 +187,12 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     """Refuse to write a table whose protocol or metadata we cannot honour.
 
     Passes :func:`check_readable` first (writers read the log). Then accepts writer
-    versions 1-2, and 7 only with writer features ``appendOnly``/``invariants``.
-    Also refuses SQL invariants (we cannot evaluate them), column mapping, a schema we
-    cannot parse, partition columns missing from the schema and malformed values of
+    versions 1-2, 5 (column mapping; while the table declares no check constraint, no
+    generated column and no change data feed) and 7 only with the writer features of
+    :data:`SUPPORTED_WRITER_FEATURES` (and of :data:`UNUSED_ONLY_WRITER_FEATURES` while the
+    table does not use them). Also refuses SQL invariants (we cannot evaluate
+    them), a column mapping mode the protocol does not allow, a schema we cannot parse,
+    partition columns missing from the schema and malformed values of
     the properties we enforce.
 
     Args:
@@ -192,7 +207,9 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     writer = protocol.min_writer_version
     if writer < 1:
         raise UnsupportedProtocolError(f"invalid minWriterVersion {writer}; the log is damaged")
-    if 3 <= writer <= 6:
+    if writer == 5:
+        _check_unused_features(metadata, "minWriterVersion 5")
+    elif 3 <= writer <= 6:
         implied = {
             3: "checkConstraints",
             4: "checkConstraints, changeDataFeed, generatedColumns",
@@ -214,10 +231,39 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
         writer,
         protocol.writer_features,
         7,
-        SUPPORTED_WRITER_FEATURES,
+        SUPPORTED_WRITER_FEATURES | UNUSED_ONLY_WRITER_FEATURES,
         f"cannot write; {_FIX_WRITE}",
     )
+    listed = set(protocol.writer_features or ()) & UNUSED_ONLY_WRITER_FEATURES
+    if writer == 7 and listed:
+        _check_unused_features(metadata, f"writer features [{_fmt(listed)}]")
     _check_metadata_writable(protocol, metadata)
+
+
+def _check_unused_features(metadata: Metadata, declared: str) -> None:
+    """checkConstraints, changeDataFeed and generatedColumns (implied by writer version 5
+    or listed at 7) are not implemented by this writer: refuse a table that uses any."""
+    used = []
+    if any(k.lower().startswith("delta.constraints.") for k in metadata.configuration):
+        used.append("checkConstraints (delta.constraints.*)")
+    if str(metadata.configuration.get("delta.enableChangeDataFeed", "")).lower() == "true":
+        used.append("changeDataFeed (delta.enableChangeDataFeed)")
+    if any(
+        "delta.generationExpression" in keys
+        for keys in schema_field_metadata_keys(metadata.schema_string).values()
+    ):
+        used.append("generatedColumns (delta.generationExpression)")
+    if used:
+        raise UnsupportedProtocolError(
+            f"table has {declared} and uses {', '.join(used)}, which qbeast-connect "
+            f"does not write; {_FIX_WRITE}"
+        )
+
+
+def _column_mapping_allowed(protocol: Protocol) -> bool:
+    if protocol.min_writer_version == 7:
+        return "columnMapping" in (protocol.writer_features or ())
+    return protocol.min_reader_version >= 2 and protocol.min_writer_version >= 5
 
 
 def has_feature(protocol: Protocol, feature: str) -> bool:
@@ -293,12 +339,16 @@ def check_type_changes(metadata: Metadata) -> None:
 
 
 def _check_metadata_writable(protocol: Protocol, metadata: Metadata) -> None:
-    mode = metadata.configuration.get(COLUMN_MAPPING_MODE)
-    if mode not in (None, "none"):
-        raise UnsupportedProtocolError(
-            f"table property {COLUMN_MAPPING_MODE}={mode!r} needs the columnMapping "
-            f"feature, which qbeast-connect does not support; {_FIX_WRITE}"
-        )
+    mode = mapping_mode(metadata.configuration)
+    if mode != "none":
+        if not _column_mapping_allowed(protocol):
+            raise UnsupportedProtocolError(
+                f"table property {COLUMN_MAPPING_MODE}={mode!r} needs the columnMapping "
+                "feature (protocol (2, 5), or the feature listed at (3, 7)), which the table's "
+                "protocol does not have; enable it with Delta Lake (ALTER TABLE ... SET "
+                "TBLPROPERTIES with delta.minReaderVersion 2 and delta.minWriterVersion 5)"
+            )
+        column_mapping(metadata.configuration, metadata.schema_string)  # every field mapped
     schema = delta_to_arrow_schema(metadata.schema_string)  # raises on unreadable types
     names = set(schema.names)
     missing = [c for c in metadata.partition_columns if c not in names]
