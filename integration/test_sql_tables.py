@@ -91,3 +91,27 @@ def test_sql_text_alone_creates_reads_inserts_and_drops(
     assert pc.sum(table.column("x")).as_py() == 999000 + inserted
     # a column list keeps the schema call, so the location is not known: a clear error
     assert "without a column list" in out["columns_read"]
+
+
+def test_for_name_opens_a_catalog_table(remote_spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "named")
+    qc.write(
+        remote_spark.range(500).selectExpr("id", "id % 7 as x"),
+        path,
+        columnsToIndex="id,x",
+        cubeSize=100,
+    )
+    remote_spark.sql("DROP TABLE IF EXISTS named_events")
+    remote_spark.sql(f"CREATE TABLE named_events USING qbeast LOCATION '{path}'")
+    try:
+        table = qc.QbeastTable.forName(remote_spark, "named_events")
+        assert table.path == qc.QbeastTable.forPath(remote_spark, path).path
+        assert table.toDF().count() == 500
+        assert (
+            table.sample(0.5).count()
+            == qc.QbeastTable.forPath(remote_spark, path).sample(0.5).count()
+        )
+    finally:
+        remote_spark.sql("DROP TABLE IF EXISTS named_events")
+    with pytest.raises(qc.TableNotFoundError, match="no table 'nope_events'"):
+        qc.QbeastTable.forName(remote_spark, "nope_events")

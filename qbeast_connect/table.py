@@ -168,6 +168,25 @@ class QbeastTable:
             )
         return cls(spark, state.path, state)
 
+    @classmethod
+    def forName(  # noqa: N802 - DeltaTable's name
+        cls,
+        spark: SparkSession,
+        tableOrViewName: str,  # noqa: N803
+        *,
+        versionAsOf: int | None = None,  # noqa: N803
+    ) -> QbeastTable:
+        """Load the table the server's catalog names ``tableOrViewName`` (created with
+        ``CREATE TABLE name USING qbeast LOCATION '<path>'``, or a Delta table).
+
+        Raises:
+            TableNotFoundError: no such table in the catalog, or one without a location.
+        """
+        from qbeast_connect.spark.location import catalog_table_location
+
+        location = catalog_table_location(spark, tableOrViewName)
+        return cls.forPath(spark, location, versionAsOf=versionAsOf)
+
     def refresh(self) -> QbeastTable:
         """Return this table at its latest version."""
         return QbeastTable.forPath(self._spark, self._path)

@@ -19,7 +19,7 @@ from qbeast_connect.spark.formats import SNAPSHOT_FORMAT
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession
 
-__all__ = ["server_working_dir", "table_location"]
+__all__ = ["catalog_table_location", "server_working_dir", "table_location"]
 
 _lock = threading.Lock()
 _workdirs: dict[Any, str | None] = {}
@@ -51,3 +51,44 @@ def table_location(spark: SparkSession | Any, path: str) -> str:
     if isinstance(path, str) and is_relative(path) and path.strip():
         return qualify(path, server_working_dir(spark))
     return qualify(path)
+
+
+#: The field metadata key in which the plugin records a catalog table's location (the
+#: plugin's ``server_plugin.qbeast_format.LOCATION_METADATA_KEY``).
+CATALOG_LOCATION_KEY = "qbeast.location"
+
+
+def catalog_table_location(spark: SparkSession | Any, name: str) -> str:
+    """The location of the table ``name`` in the server's catalog: recorded in its schema
+    (a ``CREATE TABLE ... USING qbeast LOCATION`` table), else the ``Location`` that
+    ``DESCRIBE TABLE EXTENDED`` reports (a Delta or parquet table).
+
+    Raises:
+        InvalidOptionError: an empty name.
+        TableNotFoundError: no such table, or one without a location.
+    """
+    from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
+
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidOptionError(f"a table name must be a non-empty string, not {name!r}")
+    try:
+        with translate_errors():
+            schema = spark.table(name).schema
+    except Exception as exc:
+        raise TableNotFoundError(
+            f"no table {name!r} in the catalog ({str(exc).splitlines()[0][:200]}); create it "
+            f"with CREATE TABLE {name} USING qbeast LOCATION '<path of a qbeast table>'"
+        ) from None
+    for field in schema.fields:
+        value = (field.metadata or {}).get(CATALOG_LOCATION_KEY)
+        if isinstance(value, str) and value:
+            return value
+    with translate_errors():
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    for row in rows:
+        if str(row[0]).strip() == "Location" and row[1]:
+            return str(row[1]).strip()
+    raise TableNotFoundError(
+        f"table {name!r} of the catalog has no location qbeast-connect can read; create it "
+        f"with CREATE TABLE {name} USING qbeast LOCATION '<path of a qbeast table>'"
+    )
