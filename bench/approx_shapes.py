@@ -196,6 +196,7 @@ def group_sums(
         t2=(w["t"] ** 2).where(sampled_weights, 0.0),
         tn=(w["t"] * w["n"]).where(sampled_weights, 0.0),
         n2=(w["n"] ** 2.0).where(sampled_weights, 0.0),
+        tr=(w["t"] * w["r"]).where(sampled_weights, 0.0),
         k=((w["t"] != 0) & sampled_weights).astype(int),
     ).drop(columns=["_w", "_null"])
     if group_by:
@@ -220,6 +221,7 @@ def group_sums(
             "ss0": float(row["t2"]),
             "sn0": float(row["tn"]),
             "nn0": float(row["n2"]),
+            "sr0": float(row["tr"]),
             "q0": float(row["q"]),
             "nz0": int(row["nz"]),
         }
@@ -236,15 +238,17 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
     aggregates = parse_aggregates(query.aggregate)
     z = z_value(0.95)
     matched = query.matching(rows)
+    # no filter nor group: the log tells the rows (ratio estimators, as approx)
+    known = len(rows) if query.where is None and not query.group_by else None
     if query.fraction is not None:
         fraction = query.fraction
     else:
-        wanted = rows_needed(aggregates, query.relative_error or 1.0, z)
-        fraction = 2.0**-20
-        while fraction * len(rows) < wanted and fraction < 0.5:
-            fraction *= 2.0
-        if fraction >= 0.5:
-            fraction = 1.0
+        wanted = rows_needed(
+            aggregates, query.relative_error or 1.0, z, known_rows=known is not None
+        )
+        fraction = _first(wanted, len(rows))
+        if fraction > 1 / 16:  # the planner's pilot band (BandPlanner.first_band)
+            fraction = min(fraction, _first(max(4096, wanted // 16), len(rows)))
     while True:
         # the rows of the sample, and those whose indexed columns are all NULL (read in full)
         sampled = (
@@ -261,11 +265,21 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
             confidence=0.95,
             z=z,
             relativeError=query.relative_error,
+            knownRows=known,
+            coveredRows=len(rows),
         )
         following = next_fraction(result) if query.online else None
         if following is None:
             return fraction, {k: v[0] for k, v in result.estimates().items()}
         fraction = following
+
+
+def _first(wanted: int, rows: int) -> float:
+    """The smallest power-of-two fraction holding ``wanted`` of ``rows`` (1.0 from 1/2 on)."""
+    fraction = 2.0**-20
+    while fraction * rows < wanted and fraction < 0.5:
+        fraction *= 2.0
+    return 1.0 if fraction >= 0.5 else fraction
 
 
 def _exact(query: Query, part: Any) -> float:

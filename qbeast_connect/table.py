@@ -529,6 +529,7 @@ class QbeastTable:
             progress=progress,
             indexed_columns=columns,
             total_bytes=sum(f.size for f in self._qbeast.files),
+            filtered=where is not None,
         )
 
     def _check_approx_input(

@@ -75,6 +75,8 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
     def of(column: Column, where: Column) -> Column:
         return F.when(where, column)
 
+    rows = F.col("r")  # the weight's rows read
+
     if agg.kind == "count":
         if agg.column is None:
             return []
@@ -84,6 +86,7 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
             F.sum(of(count, nulls)).alias(f"null_n{i}"),
             F.count(of(F.lit(1), sampled & (count > 0))).alias(f"k{i}"),
             F.sum(of(count.cast("double") * count, sampled)).alias(f"c2{i}"),
+            F.sum(of(count.cast("double") * rows, sampled)).alias(f"nr{i}"),
         ]
     if agg.kind in ("min", "max"):
         name = f"{agg.kind}{i}"
@@ -104,6 +107,7 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
         F.sum(of(t * t, sampled)).alias(f"ss{i}"),
         F.sum(of(t * n, sampled)).alias(f"sn{i}"),
         F.sum(of(n.cast("double") * n, sampled)).alias(f"nn{i}"),
+        F.sum(of(t * rows, sampled)).alias(f"sr{i}"),
     ]
 
 
@@ -230,6 +234,7 @@ def run_approx(
     progress: Callable[[ApproxResult], object] | None,
     indexed_columns: Sequence[str],
     total_bytes: int,
+    filtered: bool = True,
 ) -> ApproxResult:
     """Read weight bands until the estimates are precise enough, or the one sample asked.
 
@@ -246,14 +251,20 @@ def run_approx(
         progress: called with the partial result after every step.
         indexed_columns: the columns whose hash is the row weight.
         total_bytes: bytes of the table (for the share shown).
+        filtered: whether the call has a filter. Without one and without groups, the rows
+            the answer covers are those of the log (:meth:`BandPlanner.known_rows`), so
+            ``count(*)`` is exact and ``count(x)``, ``sum(x)`` are ratio estimators.
     """
     groups = _group_names(group_by)
     parsed = parse_aggregates(aggregates, groups)
     _check_distinct(parsed, indexed_columns)
     z = z_value(confidence)
     relative_error, fraction = _check_error(relative_error, fraction)
+    known = None if filtered or groups else planner.known_rows()
     if relative_error is not None:
-        band = planner.first_band(rows_needed(parsed, relative_error, z))
+        band = planner.first_band(
+            rows_needed(parsed, relative_error, z, known_rows=known is not None)
+        )
     else:  # _check_error gave exactly one of the two
         band = planner.band(0.0, fraction or 1.0, widen=False)
     held: dict[tuple[Any, ...], Sums] = {}
@@ -281,6 +292,8 @@ def run_approx(
             totalBytes=total_bytes,
             done=False,
             relativeError=relative_error,
+            knownRows=known,
+            coveredRows=planner.candidate_rows(),
         )
         following = None if fraction is not None else next_fraction(result)
         if following is None:
