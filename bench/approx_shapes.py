@@ -197,12 +197,18 @@ def group_sums(
         tn=(w["t"] * w["n"]).where(sampled_weights, 0.0),
         n2=(w["n"] ** 2.0).where(sampled_weights, 0.0),
         tr=(w["t"] * w["r"]).where(sampled_weights, 0.0),
+        t_sampled=w["t"].where(sampled_weights),
         k=((w["t"] != 0) & sampled_weights).astype(int),
     ).drop(columns=["_w", "_null"])
     if group_by:
-        totals = w.groupby(list(group_by), sort=False).sum()
+        by = w.groupby(list(group_by), sort=False)
+        totals = by.sum()
+        totals["maxt"] = by["t_sampled"].max()
+        totals["mint"] = by["t_sampled"].min()
     else:
         totals = w.sum().to_frame().T
+        totals["maxt"] = w["t_sampled"].max()
+        totals["mint"] = w["t_sampled"].min()
         totals.index = [()]
     out: dict[tuple[Any, ...], Any] = {}
     for key, row in totals.iterrows():
@@ -222,6 +228,8 @@ def group_sums(
             "sn0": float(row["tn"]),
             "nn0": float(row["n2"]),
             "sr0": float(row["tr"]),
+            "maxt0": None if row["maxt"] != row["maxt"] else float(row["maxt"]),
+            "mint0": None if row["mint"] != row["mint"] else float(row["mint"]),
             "q0": float(row["q"]),
             "nz0": int(row["nz"]),
         }
@@ -232,7 +240,7 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
     """Run the query as ``approx`` does (online, or one sample): the fraction it stops at
     and, per group seen, the estimate."""
     from qbeast_connect.approx import ApproxResult, next_fraction, parse_aggregates, z_value
-    from qbeast_connect.approx.result import rows_needed
+    from qbeast_connect.approx.result import first_fraction, rows_needed
     from qbeast_connect.model.weight import weight_from_fraction
 
     aggregates = parse_aggregates(query.aggregate)
@@ -246,9 +254,12 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
         wanted = rows_needed(
             aggregates, query.relative_error or 1.0, z, known_rows=known is not None
         )
-        fraction = _first(wanted, len(rows))
-        if fraction > 1 / 16:  # the planner's pilot band (BandPlanner.first_band)
-            fraction = min(fraction, _first(max(4096, wanted // 16), len(rows)))
+        # as BandPlanner.first_band: at least first_fraction's ~4,096 rows, and a pilot band
+        # when the prior asks for more than 1/16 of the rows
+        least = first_fraction(len(rows))
+        fraction = max(_first(wanted, len(rows)), least)
+        if fraction > 1 / 16:
+            fraction = min(fraction, max(_first(max(4096, wanted // 16), len(rows)), least))
     while True:
         # the rows of the sample, and those whose indexed columns are all NULL (read in full)
         sampled = (

@@ -221,8 +221,10 @@ def next_fraction(result: ApproxResult) -> float | None:
     of the files that may hold a matching row (``coveredRows``, from the log): counts below
     ``relativeError * N`` need an absolute precision of ``relativeError² * N`` rows. And a
     group whose rows' upper bound (:func:`_rows_upper_bound`) is within that absolute
-    precision (a group matching very few rows) holds nothing back: its estimates stay
-    flagged when they rest on too few weights, but reading stops. That bound takes an
+    precision and that rests on fewer than 30 sampled weights (a group matching very few
+    rows) holds nothing back: its estimates stay flagged, but reading stops. A group of 30
+    weights or more is held to ``relativeError`` as above (its counts with the floor), so a
+    small group's ``sum`` still costs what its precision costs. That bound takes an
     unseen weight to hold the rows the query's sampled weights hold
     (:func:`_rows_per_weight`), so it needs at least 30 sampled weights in the query: a
     query that matched (almost) nothing reads on, as a sample of no weight cannot tell no
@@ -246,10 +248,12 @@ def next_fraction(result: ApproxResult) -> float | None:
     if not groups:  # nothing matched yet: read more to learn whether anything does
         needed = 2.0 * p
     for key, values in groups.items():
-        if per_weight is not None and near > 0.0:
-            bound = _rows_upper_bound(result.groups[key], p, result.z, per_weight)
+        sums = result.groups[key]
+        few = float(sums.get("keys") or 0.0) < MIN_RELIABLE
+        if few and per_weight is not None and near > 0.0:
+            bound = _rows_upper_bound(sums, p, result.z, per_weight)
             if bound <= near:
-                continue  # the whole group is within the counts' absolute precision
+                continue  # a group of very few rows, within the counts' absolute precision
         want = p
         for agg, e in zip(result.aggregates, values, strict=True):
             if agg.is_bound:
@@ -258,9 +262,9 @@ def next_fraction(result: ApproxResult) -> float | None:
             if agg.kind in ("count", "count_distinct"):
                 target = max(target, error * floor)
             want = max(want, _needed_probability(e, p, target))
-        if want > p and per_weight is not None and near > 0.0:
+        if want > p and few and per_weight is not None and near > 0.0:
             # or read until the group is known to be near zero
-            near_zero = _near_zero_probability(result.groups[key], p, result.z, per_weight, near)
+            near_zero = _near_zero_probability(sums, p, result.z, per_weight, near)
             want = min(want, near_zero)
         needed = max(needed, want)
     if needed <= p:

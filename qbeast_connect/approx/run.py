@@ -108,6 +108,8 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
         F.sum(of(t * n, sampled)).alias(f"sn{i}"),
         F.sum(of(n.cast("double") * n, sampled)).alias(f"nn{i}"),
         F.sum(of(t * rows, sampled)).alias(f"sr{i}"),
+        F.max(of(t, sampled)).alias(f"maxt{i}"),
+        F.min(of(t, sampled)).alias(f"mint{i}"),
     ]
 
 
