@@ -485,7 +485,8 @@ class QbeastTable:
                 ``count(DISTINCT <the indexed columns>)``.
             where: a filter (Column or SQL string).
             groupBy: grouping column names.
-            relativeError: the interval half-width to reach, as a share of the estimate.
+            relativeError: the interval half-width to reach, as a share of the estimate
+                (of ``max(|estimate|, relativeError * rows covered)`` for counts).
             confidence: the intervals' confidence level.
             fraction: the sample fraction to read instead.
             progress: called with the partial :class:`ApproxResult` after every band.
