@@ -516,6 +516,17 @@ class QbeastTable:
                 weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
             )
 
+        def read_all(band: Band) -> DataFrame:  # the band's rows, matching the filter or not
+            paths = tuple(self._absolute(p) for p in band.plan.paths)
+            explanation = ScanExplanation(band.plan, paths, reader)
+            return self._dataframe(
+                explanation,
+                None,
+                band.to_fraction,
+                from_fraction=band.from_fraction,
+                weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
+            )
+
         nulls = F.expr(all_null_sql(columns))
         if where is not None:
             nulls = (F.expr(where) if isinstance(where, str) else where) & nulls
@@ -531,6 +542,7 @@ class QbeastTable:
             indexed_columns=columns,
             total_bytes=sum(f.size for f in self._qbeast.files),
             filtered=where is not None,
+            read_all=read_all,
         )
 
     def _check_approx_input(

@@ -70,6 +70,10 @@ class ApproxResult:
     #: rows of the files that may hold a matching row (from the log): the floor of the
     #: absolute precision of counts near zero (:func:`next_fraction`)
     coveredRows: int | None = None  # noqa: N815
+    #: rows per weight (``Σ r_k² / Σ r_k``) measured over every row of the bands read,
+    #: matching the filter or not, when none matched: what an unseen weight is taken to
+    #: bring (:func:`next_fraction`)
+    rowsPerWeight: float | None = None  # noqa: N815
     # not an init field: dataclasses.replace gives a fresh cache, never stale estimates
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, init=False)
 
@@ -226,8 +230,10 @@ def next_fraction(result: ApproxResult) -> float | None:
     weights or more is held to ``relativeError`` as above (its counts with the floor), so a
     small group's ``sum`` still costs what its precision costs. That bound takes an
     unseen weight to hold the rows the query's sampled weights hold
-    (:func:`_rows_per_weight`), so it needs at least 30 sampled weights in the query: a
-    query that matched (almost) nothing reads on, as a sample of no weight cannot tell no
+    (:func:`_rows_per_weight`), so it needs at least 30 sampled weights in the query; when
+    the query matched no row, the rows per weight of every row the bands read
+    (``rowsPerWeight``, measured by one more query over the band's files, at least 30
+    weights) stand in, and without them it reads on: a sample of no weight cannot tell no
     row from a few weights of many rows.
     Otherwise the next fraction is the power of two at which the widest interval is
     predicted to be narrow enough (half-widths shrink like ``sqrt((1 - p) / p)``), at most
@@ -241,12 +247,16 @@ def next_fraction(result: ApproxResult) -> float | None:
     error = result.relativeError
     # the absolute precision of counts near zero: relativeError² of the rows covered
     per_weight = _rows_per_weight(result.groups)
+    if per_weight is None:
+        per_weight = result.rowsPerWeight
     floor = error * error * result.coveredRows if result.coveredRows else 0.0
     near = floor if per_weight is not None else 0.0  # the near-zero rule needs per_weight
     needed = p
     groups = result.estimates()
     if not groups:  # nothing matched yet: read more to learn whether anything does
         needed = 2.0 * p
+        if per_weight is not None and near > 0.0:  # unless no group can hold more than near
+            needed = _near_zero_probability(None, p, result.z, per_weight, near)
     for key, values in groups.items():
         sums = result.groups[key]
         few = float(sums.get("keys") or 0.0) < MIN_RELIABLE

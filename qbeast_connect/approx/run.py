@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.approx.aggregates import Aggregate, parse_aggregates
 from qbeast_connect.approx.bands import all_null_sql
-from qbeast_connect.approx.estimators import Sums, merge_sums, z_value
+from qbeast_connect.approx.estimators import MIN_RELIABLE, Sums, merge_sums, z_value
 from qbeast_connect.approx.planner import Band, BandPlanner
 from qbeast_connect.approx.result import ApproxResult, Step, next_fraction, rows_needed
 from qbeast_connect.exceptions import InvalidOptionError
@@ -182,6 +182,27 @@ def _band_sums(
     return out
 
 
+def _rows_per_weight(frame: DataFrame, weight_columns: Sequence[str]) -> float | None:
+    """``Σ r_k² / Σ r_k`` over the weights of ``frame``'s rows (the all-NULL ones left out),
+    or None with fewer than :data:`MIN_RELIABLE` weights: one Spark query."""
+    from pyspark.sql import functions as F
+
+    weight = F.hash(*[_col(c) for c in weight_columns]).alias("_w")
+    rows = frame.where(~F.expr(all_null_sql(weight_columns))).groupBy(weight).count()
+    r = F.col("count")
+    total = rows.agg(
+        F.count(F.lit(1)).alias("k"), F.sum(r).alias("r"), F.sum(r.cast("double") * r).alias("r2")
+    ).first()
+    if total is None or int(total["k"] or 0) < MIN_RELIABLE:
+        return None
+    return max(1.0, float(total["r2"]) / float(total["r"]))
+
+
+def _matched_nothing(held: dict[tuple[Any, ...], Sums]) -> bool:
+    """Whether no sampled weight matched the filter in any group."""
+    return all(not (s.get("keys") or 0) for s in held.values())
+
+
 def _check_distinct(aggregates: Sequence[Aggregate], indexed: Sequence[str]) -> None:
     for agg in aggregates:
         if agg.kind == "count_distinct" and set(agg.columns) != set(indexed):
@@ -237,6 +258,7 @@ def run_approx(
     indexed_columns: Sequence[str],
     total_bytes: int,
     filtered: bool = True,
+    read_all: ReadBand | None = None,
 ) -> ApproxResult:
     """Read weight bands until the estimates are precise enough, or the one sample asked.
 
@@ -256,6 +278,11 @@ def run_approx(
         filtered: whether the call has a filter. Without one and without groups, the rows
             the answer covers are those of the log (:meth:`BandPlanner.known_rows`), so
             ``count(*)`` is exact and ``count(x)``, ``sum(x)`` are ratio estimators.
+        read_all: reads one band's rows without the filter. When an online step matched no
+            row, one more query over its files measures the rows a weight holds
+            (``ApproxResult.rowsPerWeight``), so that a filter matching nothing can stop
+            (:func:`~qbeast_connect.approx.result.next_fraction`); its bytes count in the
+            step's. None: such a query reads on.
     """
     groups = _group_names(group_by)
     parsed = parse_aggregates(aggregates, groups)
@@ -271,6 +298,7 @@ def run_approx(
         band = planner.band(0.0, fraction or 1.0, widen=False)
     held: dict[tuple[Any, ...], Sums] = {}
     steps: list[Step] = []
+    per_weight: float | None = None
     while True:
         frame = read_band(band)
         last = band.to_fraction >= 1.0
@@ -281,7 +309,17 @@ def run_approx(
             sums = _band_sums(frame, parsed, groups, indexed_columns, last)
         merge_sums(held, sums)
         rows = sum(int(s["rows"] or 0) for _, s in sums)
-        steps.append(Step(band.from_fraction, band.to_fraction, band.bytes, band.files, rows))
+        read = band.bytes
+        if (
+            relative_error is not None
+            and read_all is not None
+            and per_weight is None
+            and not last
+            and _matched_nothing(held)
+        ):
+            per_weight = _rows_per_weight(read_all(band), indexed_columns)
+            read += band.bytes
+        steps.append(Step(band.from_fraction, band.to_fraction, read, band.files, rows))
         result = ApproxResult(
             aggregates=parsed,
             group_by=groups,
@@ -296,6 +334,7 @@ def run_approx(
             relativeError=relative_error,
             knownRows=known,
             coveredRows=planner.candidate_rows(),
+            rowsPerWeight=per_weight,
         )
         following = None if fraction is not None else next_fraction(result)
         if following is None:

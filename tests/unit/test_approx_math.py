@@ -461,6 +461,27 @@ def test_a_sample_of_no_weight_claims_no_bound_on_the_rows_it_missed() -> None:
     assert next_fraction(dataclasses.replace(covered, groups=few)) is not None
 
 
+def test_a_filter_matching_no_row_stops_once_the_rows_per_weight_are_measured() -> None:
+    """Issue #37: with the rows per weight measured over the band's rows (one more query,
+    ``rowsPerWeight``), a filter that matched nothing in 1/8 of 600,000 rows of one row per
+    weight holds at most 3.9 · 8 = 31 rows, within 0.01² · 600,000 = 60: it stops (it read
+    on to the whole table). Weights of 40,000 rows each (5 categories) still read on."""
+    empty: dict[Any, Sums] = {(): {"rows": None, "keys": 0, "r2": None, "null_rows": None}}
+    aggs = (Aggregate("count", (), "n"), Aggregate("sum", ("x",), "t"))
+    base = dataclasses.replace(
+        _result(empty, 1 / 8, 0.01), aggregates=aggs, group_by=(), coveredRows=600_000
+    )
+    assert next_fraction(base) is not None
+    measured = dataclasses.replace(base, rowsPerWeight=1.0)
+    assert next_fraction(measured) is None
+    (only,) = measured.rows()
+    assert only["n"] == 0 and only["n_reliable"] is False and only["t"] is None
+    assert next_fraction(dataclasses.replace(measured, groups={}, group_by=("g",))) is None
+    # at 1/256 the bound (1,003 rows) is not within 60 yet: the step asks for what makes it
+    assert next_fraction(dataclasses.replace(measured, fraction=1 / 256)) == 1 / 16
+    assert next_fraction(dataclasses.replace(measured, rowsPerWeight=40_000.0)) is not None
+
+
 def test_a_group_of_very_few_rows_does_not_hold_reading_back() -> None:
     """Issue #37: a group of 2 sampled rows at 1/16 holds at most about 118 rows, within
     0.05² · 1,000,000 = 2,500: its estimates stay flagged, and the big group decides."""
