@@ -143,7 +143,9 @@ def evaluate(query: Query, rows: Any) -> list[dict[str, Any]]:
             x = full[agg.column]
             exact = float(x.sum()) if agg.kind == "sum" else float(x.mean())
         sums = group_sums(part, (), agg.column or MEASURES[0]).get((), {"rows": 0})
-        e = estimate(agg, 0, sums, p, z)
+        # no filter nor group: approx knows the rows from the log (ratio estimators)
+        known = len(rows) if query.where is None and not query.group_by else None
+        e = estimate(agg, 0, sums, p, z, known)
         out.append(
             {
                 "key": key,

@@ -196,12 +196,19 @@ def group_sums(
         t2=(w["t"] ** 2).where(sampled_weights, 0.0),
         tn=(w["t"] * w["n"]).where(sampled_weights, 0.0),
         n2=(w["n"] ** 2.0).where(sampled_weights, 0.0),
+        tr=(w["t"] * w["r"]).where(sampled_weights, 0.0),
+        t_sampled=w["t"].where(sampled_weights),
         k=((w["t"] != 0) & sampled_weights).astype(int),
     ).drop(columns=["_w", "_null"])
     if group_by:
-        totals = w.groupby(list(group_by), sort=False).sum()
+        by = w.groupby(list(group_by), sort=False)
+        totals = by.sum()
+        totals["maxt"] = by["t_sampled"].max()
+        totals["mint"] = by["t_sampled"].min()
     else:
         totals = w.sum().to_frame().T
+        totals["maxt"] = w["t_sampled"].max()
+        totals["mint"] = w["t_sampled"].min()
         totals.index = [()]
     out: dict[tuple[Any, ...], Any] = {}
     for key, row in totals.iterrows():
@@ -220,6 +227,9 @@ def group_sums(
             "ss0": float(row["t2"]),
             "sn0": float(row["tn"]),
             "nn0": float(row["n2"]),
+            "sr0": float(row["tr"]),
+            "maxt0": None if row["maxt"] != row["maxt"] else float(row["maxt"]),
+            "mint0": None if row["mint"] != row["mint"] else float(row["mint"]),
             "q0": float(row["q"]),
             "nz0": int(row["nz"]),
         }
@@ -230,21 +240,26 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
     """Run the query as ``approx`` does (online, or one sample): the fraction it stops at
     and, per group seen, the estimate."""
     from qbeast_connect.approx import ApproxResult, next_fraction, parse_aggregates, z_value
-    from qbeast_connect.approx.result import rows_needed
+    from qbeast_connect.approx.result import first_fraction, rows_needed
     from qbeast_connect.model.weight import weight_from_fraction
 
     aggregates = parse_aggregates(query.aggregate)
     z = z_value(0.95)
     matched = query.matching(rows)
+    # no filter nor group: the log tells the rows (ratio estimators, as approx)
+    known = len(rows) if query.where is None and not query.group_by else None
     if query.fraction is not None:
         fraction = query.fraction
     else:
-        wanted = rows_needed(aggregates, query.relative_error or 1.0, z)
-        fraction = 2.0**-20
-        while fraction * len(rows) < wanted and fraction < 0.5:
-            fraction *= 2.0
-        if fraction >= 0.5:
-            fraction = 1.0
+        wanted = rows_needed(
+            aggregates, query.relative_error or 1.0, z, known_rows=known is not None
+        )
+        # as BandPlanner.first_band: at least first_fraction's ~4,096 rows, and a pilot band
+        # when the prior asks for more than 1/16 of the rows
+        least = first_fraction(len(rows))
+        fraction = max(_first(wanted, len(rows)), least)
+        if fraction > 1 / 16:
+            fraction = min(fraction, max(_first(max(4096, wanted // 16), len(rows)), least))
     while True:
         # the rows of the sample, and those whose indexed columns are all NULL (read in full)
         sampled = (
@@ -261,11 +276,21 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
             confidence=0.95,
             z=z,
             relativeError=query.relative_error,
+            knownRows=known,
+            coveredRows=len(rows),
         )
         following = next_fraction(result) if query.online else None
         if following is None:
             return fraction, {k: v[0] for k, v in result.estimates().items()}
         fraction = following
+
+
+def _first(wanted: int, rows: int) -> float:
+    """The smallest power-of-two fraction holding ``wanted`` of ``rows`` (1.0 from 1/2 on)."""
+    fraction = 2.0**-20
+    while fraction * rows < wanted and fraction < 0.5:
+        fraction *= 2.0
+    return 1.0 if fraction >= 0.5 else fraction
 
 
 def _exact(query: Query, part: Any) -> float:

@@ -582,7 +582,8 @@ class QbeastTable:
                 ``count(DISTINCT <the indexed columns>)``.
             where: a filter (Column or SQL string).
             groupBy: grouping column names.
-            relativeError: the interval half-width to reach, as a share of the estimate.
+            relativeError: the interval half-width to reach, as a share of the estimate
+                (of ``max(|estimate|, relativeError * rows covered)`` for counts).
             confidence: the intervals' confidence level.
             fraction: the sample fraction to read instead.
             progress: called with the partial :class:`ApproxResult` after every band.
@@ -612,6 +613,17 @@ class QbeastTable:
                 weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
             )
 
+        def read_all(band: Band) -> DataFrame:  # the band's rows, matching the filter or not
+            paths = tuple(self._absolute(p) for p in band.plan.paths)
+            explanation = ScanExplanation(band.plan, paths, reader)
+            return self._dataframe(
+                explanation,
+                None,
+                band.to_fraction,
+                from_fraction=band.from_fraction,
+                weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
+            )
+
         nulls = F.expr(all_null_sql(columns))
         if where is not None:
             nulls = (F.expr(where) if isinstance(where, str) else where) & nulls
@@ -626,6 +638,8 @@ class QbeastTable:
             progress=progress,
             indexed_columns=columns,
             total_bytes=sum(f.size for f in self._qbeast.files),
+            filtered=where is not None,
+            read_all=read_all,
         )
 
     def _check_approx_input(

@@ -36,6 +36,10 @@ PlanFiles = Callable[[float | None, float | None], ScanPlan]
 #: again, and the answer is then exact (as :func:`qbeast_connect.approx.result.next_fraction`).
 _READ_ALL_FROM = 0.5
 
+#: A first band the prior sizes beyond this share of the candidate rows is preceded by a
+#: pilot band (:meth:`BandPlanner.first_band`), whose measured spread sizes the next one.
+_PILOT_SHARE = 1.0 / 16.0
+
 
 @dataclass(frozen=True, slots=True)
 class Band:
@@ -123,15 +127,41 @@ class BandPlanner:
             to_fraction = covered_fraction(self.candidates, plan.files, from_fraction, to_fraction)
         return Band(plan, from_fraction, to_fraction)
 
+    def known_rows(self) -> int | None:
+        """The rows of :attr:`candidates` when every one records its count (Delta's
+        ``numRecords``), else None. Without a filter these are exactly the rows an answer
+        covers (the tables read here have no deletion vectors: the protocol check refuses
+        them)."""
+        counts = [f.num_records for f in self.candidates]
+        if any(c is None for c in counts):
+            return None
+        return sum(c for c in counts if c is not None)
+
     def first_band(self, rows: int) -> Band:
         """The first band of an online aggregation that wants about ``rows`` sampled rows.
 
-        Starting from the power of two holding about ``rows`` of the candidate rows (at
-        least :func:`first_fraction`'s few thousand), the band doubles until the files it
-        opens hold ``rows`` candidate rows (its widened end times the candidate rows), or
-        until it would read half of the table or more: then it reads all of it.
+        The band the prior asks for: starting from the power of two holding about ``rows``
+        of the candidate rows (at least :func:`first_fraction`'s few thousand), it doubles
+        until the files it opens hold ``rows`` candidate rows (its widened end times the
+        candidate rows), or until it would read half of the table or more: then all of it.
+
+        When that band would hold more than :data:`_PILOT_SHARE` of the candidate rows (a
+        small table, or a high precision), the prior decides too much: a pilot band holding
+        a sixteenth of ``rows`` (at least a few thousand) is read first, and the bands
+        after it are sized from the spread it measured
+        (:func:`~qbeast_connect.approx.result.next_fraction`). On a large table the prior's
+        band is a small share of it and is read at once: one query in the common case.
         """
         total = self.candidate_rows()
+        band = self._sized(total, rows)
+        if band.to_fraction <= _PILOT_SHARE:
+            return band
+        pilot = self._sized(total, max(4096, rows // 16))
+        return pilot if pilot.to_fraction < band.to_fraction else band
+
+    def _sized(self, total: int, rows: int) -> Band:
+        """The smallest first band (from the power of two holding about ``rows`` of the
+        ``total`` candidate rows, doubling) whose files hold ``rows`` candidate rows."""
         fraction = first_fraction(total, max(rows, 1))
         fraction = max(fraction, first_fraction(total))
         while True:

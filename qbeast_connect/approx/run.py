@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.approx.aggregates import Aggregate, parse_aggregates
 from qbeast_connect.approx.bands import all_null_sql
-from qbeast_connect.approx.estimators import Sums, merge_sums, z_value
+from qbeast_connect.approx.estimators import MIN_RELIABLE, Sums, merge_sums, z_value
 from qbeast_connect.approx.planner import Band, BandPlanner
 from qbeast_connect.approx.result import ApproxResult, Step, next_fraction, rows_needed
 from qbeast_connect.exceptions import InvalidOptionError
@@ -75,6 +75,8 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
     def of(column: Column, where: Column) -> Column:
         return F.when(where, column)
 
+    rows = F.col("r")  # the weight's rows read
+
     if agg.kind == "count":
         if agg.column is None:
             return []
@@ -84,6 +86,7 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
             F.sum(of(count, nulls)).alias(f"null_n{i}"),
             F.count(of(F.lit(1), sampled & (count > 0))).alias(f"k{i}"),
             F.sum(of(count.cast("double") * count, sampled)).alias(f"c2{i}"),
+            F.sum(of(count.cast("double") * rows, sampled)).alias(f"nr{i}"),
         ]
     if agg.kind in ("min", "max"):
         name = f"{agg.kind}{i}"
@@ -104,6 +107,9 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
         F.sum(of(t * t, sampled)).alias(f"ss{i}"),
         F.sum(of(t * n, sampled)).alias(f"sn{i}"),
         F.sum(of(n.cast("double") * n, sampled)).alias(f"nn{i}"),
+        F.sum(of(t * rows, sampled)).alias(f"sr{i}"),
+        F.max(of(t, sampled)).alias(f"maxt{i}"),
+        F.min(of(t, sampled)).alias(f"mint{i}"),
     ]
 
 
@@ -176,6 +182,27 @@ def _band_sums(
     return out
 
 
+def _rows_per_weight(frame: DataFrame, weight_columns: Sequence[str]) -> float | None:
+    """``Σ r_k² / Σ r_k`` over the weights of ``frame``'s rows (the all-NULL ones left out),
+    or None with fewer than :data:`MIN_RELIABLE` weights: one Spark query."""
+    from pyspark.sql import functions as F
+
+    weight = F.hash(*[_col(c) for c in weight_columns]).alias("_w")
+    rows = frame.where(~F.expr(all_null_sql(weight_columns))).groupBy(weight).count()
+    r = F.col("count")
+    total = rows.agg(
+        F.count(F.lit(1)).alias("k"), F.sum(r).alias("r"), F.sum(r.cast("double") * r).alias("r2")
+    ).first()
+    if total is None or int(total["k"] or 0) < MIN_RELIABLE:
+        return None
+    return max(1.0, float(total["r2"]) / float(total["r"]))
+
+
+def _matched_nothing(held: dict[tuple[Any, ...], Sums]) -> bool:
+    """Whether no sampled weight matched the filter in any group."""
+    return all(not (s.get("keys") or 0) for s in held.values())
+
+
 def _check_distinct(aggregates: Sequence[Aggregate], indexed: Sequence[str]) -> None:
     for agg in aggregates:
         if agg.kind == "count_distinct" and set(agg.columns) != set(indexed):
@@ -230,6 +257,8 @@ def run_approx(
     progress: Callable[[ApproxResult], object] | None,
     indexed_columns: Sequence[str],
     total_bytes: int,
+    filtered: bool = True,
+    read_all: ReadBand | None = None,
 ) -> ApproxResult:
     """Read weight bands until the estimates are precise enough, or the one sample asked.
 
@@ -246,18 +275,30 @@ def run_approx(
         progress: called with the partial result after every step.
         indexed_columns: the columns whose hash is the row weight.
         total_bytes: bytes of the table (for the share shown).
+        filtered: whether the call has a filter. Without one and without groups, the rows
+            the answer covers are those of the log (:meth:`BandPlanner.known_rows`), so
+            ``count(*)`` is exact and ``count(x)``, ``sum(x)`` are ratio estimators.
+        read_all: reads one band's rows without the filter. When an online step matched no
+            row, one more query over its files measures the rows a weight holds
+            (``ApproxResult.rowsPerWeight``), so that a filter matching nothing can stop
+            (:func:`~qbeast_connect.approx.result.next_fraction`); its bytes count in the
+            step's. None: such a query reads on.
     """
     groups = _group_names(group_by)
     parsed = parse_aggregates(aggregates, groups)
     _check_distinct(parsed, indexed_columns)
     z = z_value(confidence)
     relative_error, fraction = _check_error(relative_error, fraction)
+    known = None if filtered or groups else planner.known_rows()
     if relative_error is not None:
-        band = planner.first_band(rows_needed(parsed, relative_error, z))
+        band = planner.first_band(
+            rows_needed(parsed, relative_error, z, known_rows=known is not None)
+        )
     else:  # _check_error gave exactly one of the two
         band = planner.band(0.0, fraction or 1.0, widen=False)
     held: dict[tuple[Any, ...], Sums] = {}
     steps: list[Step] = []
+    per_weight: float | None = None
     while True:
         frame = read_band(band)
         last = band.to_fraction >= 1.0
@@ -268,7 +309,17 @@ def run_approx(
             sums = _band_sums(frame, parsed, groups, indexed_columns, last)
         merge_sums(held, sums)
         rows = sum(int(s["rows"] or 0) for _, s in sums)
-        steps.append(Step(band.from_fraction, band.to_fraction, band.bytes, band.files, rows))
+        read = band.bytes
+        if (
+            relative_error is not None
+            and read_all is not None
+            and per_weight is None
+            and not last
+            and _matched_nothing(held)
+        ):
+            per_weight = _rows_per_weight(read_all(band), indexed_columns)
+            read += band.bytes
+        steps.append(Step(band.from_fraction, band.to_fraction, read, band.files, rows))
         result = ApproxResult(
             aggregates=parsed,
             group_by=groups,
@@ -281,6 +332,9 @@ def run_approx(
             totalBytes=total_bytes,
             done=False,
             relativeError=relative_error,
+            knownRows=known,
+            coveredRows=planner.candidate_rows(),
+            rowsPerWeight=per_weight,
         )
         following = None if fraction is not None else next_fraction(result)
         if following is None:
