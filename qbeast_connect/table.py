@@ -448,27 +448,12 @@ class QbeastTable:
     def delete(
         self, condition: Column | str | None = None, options: Mapping[str, str] | None = None
     ) -> RowChangeResult:
-        """Delete the rows ``condition`` (SQL text or a Column; None: every row) is TRUE
-        for, keeping the index, in one Delta ``DELETE`` commit (``DeltaTable.delete``).
-
-        Only files the index and the statistics cannot rule out are read, only files holding
-        a matching row are rewritten; the surviving rows keep their weights and join the
-        tree as appended rows do (:mod:`qbeast_connect.row_changes`). Runs on the table's
-        latest version, whatever version this object was opened at.
-
-        Args:
-            condition: which rows to delete.
-            options: write options for the rewritten files (``userMetadata``, ...).
-
-        Returns:
-            Rows deleted and copied, files removed and added, the version (None when no
-            row matched: nothing is committed).
-
-        Raises:
-            InvalidOptionError: an empty or mistyped condition.
-            NotAQbeastTableError: the table has no qbeast metadata.
-            UnsupportedOperationError: a partitioned table.
-            CommitConflictError: a concurrent commit changed a file the delete rewrites.
+        """Delete the rows ``condition`` (SQL text, a Column; None: all) is TRUE for, in one
+        ``DELETE`` commit that keeps the index (``DeltaTable.delete``; how:
+        :mod:`qbeast_connect.row_changes`). ``options``: write options (``userMetadata``,
+        ``txnAppId``/``txnVersion``). Runs on the latest version. The result's ``version``
+        is None when no row matched. Raises ``UnsupportedOperationError`` on a partitioned
+        table, ``CommitConflictError`` when a file it rewrites changed meanwhile.
         """
         from qbeast_connect.row_changes import delete_rows
 
@@ -480,16 +465,10 @@ class QbeastTable:
         set: Mapping[str, Column | str] | None = None,
         options: Mapping[str, str] | None = None,
     ) -> RowChangeResult:
-        """Set columns of the rows ``condition`` is TRUE for (``DeltaTable.update``):
-        ``set`` maps a column to SQL text or a Column computed from the row's old values,
-        cast to the column's type. An updated row whose indexed values change is placed
-        as an append would place it (a new revision when it leaves the index's space).
-
-        Raises:
-            InvalidOptionError: no ``set``, an unknown column, an empty condition.
-            NotAQbeastTableError: the table has no qbeast metadata.
-            UnsupportedOperationError: a partitioned table.
-            CommitConflictError: a concurrent commit changed a file the update rewrites.
+        """Set columns of the rows ``condition`` is TRUE for (``DeltaTable.update``): ``set``
+        maps a column to SQL text or a Column of the old values, cast to the column's type;
+        rows whose indexed values change are placed as appended rows are. Errors as
+        :meth:`delete`, and ``InvalidOptionError`` for no ``set`` or an unknown column.
         """
         from qbeast_connect.row_changes import update_rows
 
