@@ -221,3 +221,13 @@ def optimized(table: Any) -> tuple[Any, float]:
     table.optimize()
     seconds = time.perf_counter() - t0
     return table.refresh(), seconds
+
+
+def lineitem_totals(df: Any) -> tuple[Any, ...]:
+    """``count(*)``, ``sum(l_extendedprice)``, ``sum(l_quantity)`` of a lineitem frame: an
+    aggregate that reads every row of two columns."""
+    from pyspark.sql import functions as F
+
+    row = df.agg(F.count("*"), F.sum("l_extendedprice"), F.sum("l_quantity")).collect()[0]
+    return tuple(row)
+

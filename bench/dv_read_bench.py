@@ -19,15 +19,16 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import fresh_dir, lineitem, load_average, machine, save_report
+from bench.common import (
+    fresh_dir,
+    lineitem,
+    lineitem_totals,
+    load_average,
+    machine,
+    save_report,
+)
 
 WHERE = "l_orderkey % 10 = 3"
-
-
-def _aggregate(df: Any) -> tuple[Any, ...]:
-    from pyspark.sql import functions as F
-
-    return tuple(df.agg(F.count("*"), F.sum("l_extendedprice"), F.sum("l_quantity")).collect()[0])
 
 
 def main() -> None:
@@ -65,11 +66,11 @@ def main() -> None:
                     return spark.read.format("delta").load(p)
                 return qc.QbeastTable.forPath(spark, p).toDF()
 
-            answers.add(tuple(round(float(v), 2) for v in _aggregate(frame())))
+            answers.add(tuple(round(float(v), 2) for v in lineitem_totals(frame())))
             times = []
             for _ in range(args.runs):
                 t0 = time.perf_counter()
-                _aggregate(frame())
+                lineitem_totals(frame())
                 times.append(time.perf_counter() - t0)
             report["reads_s"][f"{reader}/{engine}"] = round(statistics.median(times), 3)
         ratio = report["reads_s"][f"{reader}/vectors"] / report["reads_s"][f"{reader}/rewritten"]

@@ -22,7 +22,14 @@ import os
 import time
 from typing import Any
 
-from bench.common import fresh_dir, lineitem, load_average, machine, save_report
+from bench.common import (
+    fresh_dir,
+    lineitem,
+    lineitem_totals,
+    load_average,
+    machine,
+    save_report,
+)
 
 DELETES = {
     "indexed": "l_shipdate = date'1995-03-15'",
@@ -43,13 +50,6 @@ def _timed(fn: Any) -> tuple[float, Any]:
     t0 = time.perf_counter()
     value = fn()
     return time.perf_counter() - t0, value
-
-
-def _aggregate(df: Any) -> tuple[Any, ...]:
-    from pyspark.sql import functions as F
-
-    row = df.agg(F.count("*"), F.sum("l_extendedprice"), F.sum("l_quantity")).collect()[0]
-    return tuple(row)
 
 
 def main() -> None:
@@ -105,7 +105,7 @@ def main() -> None:
         return spark.read.format("delta").load(paths[engine])
 
     for engine in paths:  # untimed: plans of the aggregate
-        _aggregate(read(engine))
+        lineitem_totals(read(engine))
     for name, where in DELETES.items():
         row: dict[str, Any] = {}
         answers = set()
@@ -113,7 +113,7 @@ def main() -> None:
             before = dir_bytes(paths[engine])
             secs, _ = _timed(lambda e=engine, w=where: delete(e, w))
             added = dir_bytes(paths[engine]) - before
-            agg_s, answer = _timed(lambda e=engine: _aggregate(read(e)))
+            agg_s, answer = _timed(lambda e=engine: lineitem_totals(read(e)))
             answers.add(tuple(round(float(v), 2) for v in answer))
             row[engine] = {
                 "delete_s": round(secs, 2),

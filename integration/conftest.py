@@ -59,3 +59,9 @@ def delta_spark() -> Iterator[Any]:
     )
     yield session
     qc.stop(delta=True)
+
+
+@pytest.fixture
+def dspark(delta_spark: Any) -> Any:
+    """The shared session of the server that runs Delta's engine (:func:`delta_spark`)."""
+    return delta_spark

@@ -22,12 +22,6 @@ from server_plugin.delta.storage import LocalStorage
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture
-def dspark(delta_spark: Any) -> Any:
-    """The shared session of the server that runs Delta's engine (integration/conftest.py)."""
-    return delta_spark
-
-
 def _live_adds(table: Path) -> list[dict[str, Any]]:
     """Live adds replayed from the JSON commits, keyed by (path, deletion vector id)."""
     live: dict[tuple[str, str | None], dict[str, Any]] = {}

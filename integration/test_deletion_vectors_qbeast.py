@@ -28,12 +28,6 @@ from tests.spark.helpers import live_adds, spark_digest
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture
-def dspark(delta_spark: Any) -> Any:
-    """The shared session of the server that runs Delta's engine (integration/conftest.py)."""
-    return delta_spark
-
-
 def _rows(spark: Any, start: int, end: int) -> Any:
     return spark.range(start, end, numPartitions=2).selectExpr(
         "id",

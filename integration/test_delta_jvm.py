@@ -33,12 +33,6 @@ from tests.spark.helpers import deltalake_table, live_adds, row_digest, spark_di
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture
-def dspark(delta_spark: Any) -> Any:
-    """The shared session of the server that runs Delta's engine (integration/conftest.py)."""
-    return delta_spark
-
-
 def _events(spark: Any, start: int, end: int, salt: int = 0) -> Any:
     """Rows of several types, NULLs among them, for tables indexed on ``x, d, s``."""
     return spark.range(start, end, numPartitions=2).selectExpr(

@@ -31,12 +31,6 @@ from server_plugin.delta.storage import LocalStorage
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture
-def dspark(delta_spark: Any) -> Any:
-    """The shared session of the server that runs Delta's engine (integration/conftest.py)."""
-    return delta_spark
-
-
 def _rows(df: Any) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in df.collect()), key=repr)
 

@@ -299,14 +299,18 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
             touched = sorted(str(p) for p in mapped)
     # the rows to write: every row of the touched files (changed, or as they were) and the
     # inserted rows
+    values = {
+        index: _values_of(builder, clause)
+        for index, clause in enumerate(builder._clauses)
+        if clause.action in ("update", "insert")
+    }
     outputs = []
     for f in fields:
         column = F.col(f"{quote_identifier(builder._target_alias)}.{quote_identifier(f.name)}")
-        for index, clause in enumerate(builder._clauses):
-            if clause.action in ("update", "insert"):
-                value = _values_of(builder, clause).get(f.name)
-                if value is not None:
-                    column = F.when(F.col(_ACTION) == str(index), value).otherwise(column)
+        for index in sorted(values):
+            value = values[index].get(f.name)
+            if value is not None:
+                column = F.when(F.col(_ACTION) == str(index), value).otherwise(column)
         outputs.append(column.alias(f.name))
     inserts = [a for a, (_k, act) in kinds.items() if act == "insert"]
     updates = [a for a, (_k, act) in kinds.items() if act == "update"]

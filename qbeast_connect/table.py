@@ -581,27 +581,22 @@ class QbeastTable:
         columns = self._sample_columns()
         reader = self._reader()
 
-        def read_band(band: Band) -> DataFrame:
+        def read(band: Band, condition: Column | str | None) -> DataFrame:
             paths = tuple(self._absolute(p) for p in band.plan.paths)
             explanation = ScanExplanation(band.plan, paths, reader)
             return self._dataframe(
                 explanation,
-                where,
+                condition,
                 band.to_fraction,
                 from_fraction=band.from_fraction,
                 weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
             )
 
+        def read_band(band: Band) -> DataFrame:
+            return read(band, where)
+
         def read_all(band: Band) -> DataFrame:  # the band's rows, matching the filter or not
-            paths = tuple(self._absolute(p) for p in band.plan.paths)
-            explanation = ScanExplanation(band.plan, paths, reader)
-            return self._dataframe(
-                explanation,
-                None,
-                band.to_fraction,
-                from_fraction=band.from_fraction,
-                weight_sql=approx_band_sql(columns, band.from_fraction, band.to_fraction),
-            )
+            return read(band, None)
 
         nulls = F.expr(all_null_sql(columns))
         if where is not None:

@@ -303,9 +303,10 @@ def delta_to_arrow_schema(schema_string: str) -> pa.Schema:
     return pa.schema(_delta_fields_to_arrow(obj, None))
 
 
-def schema_field_metadata_keys(schema_string: str) -> dict[str, set[str]]:
-    """Return the field-metadata keys per column path (nested fields included)."""
-    out: dict[str, set[str]] = {}
+def _field_metadata(schema_string: str) -> dict[str, dict[str, Any]]:
+    """The non-empty field metadata per column path (nested fields included: ``a.b``,
+    ``a.element``, ``m.key``, ``m.value``)."""
+    out: dict[str, dict[str, Any]] = {}
 
     def visit(t: Any, where: str | None) -> None:
         if isinstance(t, dict):
@@ -314,8 +315,8 @@ def schema_field_metadata_keys(schema_string: str) -> dict[str, set[str]]:
                 for f in t.get("fields", []):
                     path = f["name"] if where is None else f"{where}.{f['name']}"
                     meta = f.get("metadata") or {}
-                    if meta:
-                        out[path] = set(meta)
+                    if isinstance(meta, dict) and meta:
+                        out[path] = meta
                     visit(f.get("type"), path)
             elif kind == "array":
                 visit(t.get("elementType"), f"{where}.element")
@@ -327,28 +328,18 @@ def schema_field_metadata_keys(schema_string: str) -> dict[str, set[str]]:
     return out
 
 
+def schema_field_metadata_keys(schema_string: str) -> dict[str, set[str]]:
+    """Return the field-metadata keys per column path (nested fields included)."""
+    return {path: set(meta) for path, meta in _field_metadata(schema_string).items()}
+
+
 def schema_type_changes(schema_string: str) -> dict[str, list[Any]]:
     """Return the ``delta.typeChanges`` lists (type widening history) per column path."""
     out: dict[str, list[Any]] = {}
-
-    def visit(t: Any, where: str | None) -> None:
-        if isinstance(t, dict):
-            kind = t.get("type")
-            if kind == "struct":
-                for f in t.get("fields", []):
-                    path = f["name"] if where is None else f"{where}.{f['name']}"
-                    meta = f.get("metadata") or {}
-                    changes = meta.get("delta.typeChanges") if isinstance(meta, dict) else None
-                    if changes is not None:
-                        out[path] = changes if isinstance(changes, list) else [changes]
-                    visit(f.get("type"), path)
-            elif kind == "array":
-                visit(t.get("elementType"), f"{where}.element")
-            elif kind == "map":
-                visit(t.get("keyType"), f"{where}.key")
-                visit(t.get("valueType"), f"{where}.value")
-
-    visit(json.loads(schema_string), None)
+    for path, meta in _field_metadata(schema_string).items():
+        changes = meta.get("delta.typeChanges")
+        if changes is not None:
+            out[path] = changes if isinstance(changes, list) else [changes]
     return out
 
 
