@@ -177,7 +177,8 @@ class QbeastMergeBuilder:
             InvalidOptionError: no clause, an unknown column, a source without a column an
                 ``...All`` clause needs.
             UnsupportedOperationError: several source rows match one target row and a
-                MATCHED clause exists; a partitioned table.
+                MATCHED clause exists; a table with Delta partition columns other than a
+                time partitioning's.
             CommitConflictError: a concurrent commit changed a file the merge rewrites.
         """
         if not self._clauses:
@@ -193,9 +194,12 @@ def _values_of(builder: QbeastMergeBuilder, clause: _Clause) -> dict[str, Column
     from pyspark.sql import functions as F
 
     from qbeast_connect.planning.predicate import quote_identifier
+    from qbeast_connect.row_changes import computed_column, refuse_computed
 
-    fields = builder._table.schema.fields
-    by_lower = {f.name.lower(): f for f in fields}
+    table = builder._table
+    # the writer computes a time partition column: ...All leaves it out
+    fields = [f for f in table.schema.fields if computed_column(table, f.name) is None]
+    by_lower = {f.name.lower(): f for f in table.schema.fields}
     source_columns = {c.lower(): c for c in builder._source.columns}
     out: dict[str, Column] = {}
     if clause.values is None:  # ...All: every column from the source
@@ -218,6 +222,7 @@ def _values_of(builder: QbeastMergeBuilder, clause: _Clause) -> dict[str, Column
                 f"merge sets column {name!r}, which the table does not have; its columns are "
                 f"{[f.name for f in fields]}"
             )
+        refuse_computed(table, field.name, "merge")
         out[field.name] = value.cast(field.dataType)
     if clause.action == "insert":
         for f in fields:

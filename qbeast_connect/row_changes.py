@@ -43,6 +43,7 @@ __all__ = [
     "ChangedTable",
     "RowChangeResult",
     "check_row_change_table",
+    "computed_column",
     "delete_rows",
     "rewrite_as_append",
     "update_rows",
@@ -116,14 +117,40 @@ def _condition(condition: Column | str | None) -> tuple[Column, str]:
 
 
 def check_row_change_table(table: ChangedTable, operation: str) -> None:
-    """Refuse a row-level change the table cannot take (no qbeast metadata, partitions)."""
+    """Refuse a row-level change the table cannot take: no qbeast metadata, or Delta
+    partition columns other than a time partitioning's (a time-partitioned table's rows are
+    written again as an append writes them: each lands in the partition its time names)."""
     table._require_qbeast()
     state = table._state
-    if partitioning_of(state.configuration) is not None or state.metadata.get("partitionColumns"):
+    partitioning = partitioning_of(state.configuration)
+    columns = list(state.metadata.get("partitionColumns") or [])
+    if columns and (partitioning is None or columns != [partitioning.column]):
         raise UnsupportedOperationError(
-            f"{operation} on a partitioned table is not supported yet; use Delta's own "
+            f"{operation} on a table partitioned by {columns} is not supported; use Delta's own "
             f"{operation} (qc.session(delta=True), then {operation} ... delta.`<path>`) and "
             "optimize(0) afterwards to index the files it writes"
+        )
+
+
+def computed_column(table: ChangedTable, name: str) -> str | None:
+    """The column a change may not set because the writer computes it (a time partitioning's
+    partition column, from the time column), matched to ``name`` case-insensitively."""
+    partitioning = partitioning_of(table._state.configuration)
+    if partitioning is not None and partitioning.column.lower() == name.lower():
+        return partitioning.column
+    return None
+
+
+def refuse_computed(table: ChangedTable, name: str, operation: str) -> None:
+    """Raise when ``operation`` sets a column the writer computes."""
+    column = computed_column(table, name)
+    if column is not None:
+        partitioning = partitioning_of(table._state.configuration)
+        assert partitioning is not None
+        raise InvalidOptionError(
+            f"{operation} sets column {column!r}, which partitionBy="
+            f"{partitioning.text!r} computes from {partitioning.time_column!r}; set "
+            f"{partitioning.time_column!r} instead and the row moves to its partition"
         )
 
 
@@ -192,7 +219,8 @@ def delete_rows(
 
     Raises:
         InvalidOptionError: an empty or mistyped condition.
-        UnsupportedOperationError: a partitioned table.
+        UnsupportedOperationError: a table with Delta partition columns other than a time
+            partitioning's.
         CommitConflictError: a concurrent commit changed a file this delete rewrites.
     """
     from pyspark.sql import functions as F
@@ -228,7 +256,8 @@ def update_rows(
     Raises:
         InvalidOptionError: no assignment, a column the table does not have, an empty or
             mistyped condition or value.
-        UnsupportedOperationError: a partitioned table.
+        UnsupportedOperationError: a table with Delta partition columns other than a time
+            partitioning's.
         CommitConflictError: a concurrent commit changed a file this update rewrites.
     """
     from pyspark.sql import Column
@@ -252,6 +281,7 @@ def update_rows(
             )
         if field.name in values:
             raise InvalidOptionError(f"update sets column {field.name!r} twice")
+        refuse_computed(table, field.name, "update")
         if isinstance(value, str):
             column = F.expr(value)
         elif isinstance(value, Column):

@@ -22,14 +22,17 @@ def log_actions(path: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def live_adds(path: str) -> dict[str, dict[str, Any]]:
-    """Live add actions by path, replayed from the JSON commits (no checkpoints needed).
+def live_adds(path: str, version: int | None = None) -> dict[str, dict[str, Any]]:
+    """Live add actions by path, replayed from the JSON commits (no checkpoints needed), of
+    the latest version or of ``version``.
 
     A logical file is the pair (path, deletion vector): a ``remove`` takes away the live
     add of its path only when it names the same vector (Delta's DELETE writes
     ``remove(p)`` and ``add(p, dv)`` in one commit, in either order)."""
     live: dict[str, dict[str, Any]] = {}
-    for _, action in log_actions(path):
+    for v, action in log_actions(path):
+        if version is not None and v > version:
+            break
         if "add" in action:
             live[action["add"]["path"]] = action["add"]
         elif "remove" in action:

@@ -72,7 +72,7 @@ def test_delete_matches_spark_and_keeps_the_index(spark: Any, table_path: str) -
     assert result.version == 1 and result.num_removed_files >= 1
     assert result.num_copied_rows + deleted == sum(
         json.loads(a["stats"])["numRecords"]
-        for p, a in live_adds_at(table_path, 0).items()
+        for p, a in live_adds(table_path, 0).items()
         if p not in live_adds(table_path)
     )
     after = set(live_adds(table_path))
@@ -96,18 +96,6 @@ def test_delete_matches_spark_and_keeps_the_index(spark: Any, table_path: str) -
     # every row
     assert qc.QbeastTable.forPath(spark, table_path).delete().num_deleted_rows == expected.count()
     assert qc.QbeastTable.forPath(spark, table_path).toDF().count() == 0
-
-
-def live_adds_at(path: str, version: int) -> dict[str, dict[str, Any]]:
-    live: dict[str, dict[str, Any]] = {}
-    for v, action in log_actions(path):
-        if v > version:
-            break
-        if "add" in action:
-            live[action["add"]["path"]] = action["add"]
-        elif "remove" in action:
-            live.pop(action["remove"]["path"], None)
-    return live
 
 
 def test_update_matches_spark_and_places_rows_as_an_append(spark: Any, table_path: str) -> None:
@@ -165,15 +153,6 @@ def test_bad_requests_are_refused_and_write_nothing(spark: Any, tmp_path: Path) 
         again = qc.QbeastTable.forPath(spark, path).delete("id < 20", options=txn)
     assert again.version is None
     assert qc.QbeastTable.forPath(spark, path).toDF().count() == 490
-    parted = str(tmp_path / "parted")
-    qc.write(
-        _rows(spark, 0, 200).selectExpr("*", "timestamp_seconds(1700000000 + id * 600) as ts"),
-        parted,
-        columnsToIndex="x",
-        partitionBy="ts:daily",
-    )
-    with pytest.raises(qc.UnsupportedOperationError, match="partitioned"):
-        qc.QbeastTable.forPath(spark, parted).delete("id = 1")
 
 
 def test_a_file_changed_meanwhile_is_a_conflict(
