@@ -16,6 +16,7 @@ __all__ = [
     "CommitConflictError",
     "CommitRetriesExhaustedError",
     "CorruptLogError",
+    "DataFileMissingError",
     "InputChangedError",
     "InvalidOptionError",
     "JavaNotFoundError",
@@ -130,6 +131,11 @@ class JavaNotFoundError(QbeastError, RuntimeError, code="QBEAST_JAVA_NOT_FOUND")
 
 class StorageError(QbeastError, OSError, code="QBEAST_STORAGE"):
     """A storage operation failed (other than a plain missing file)."""
+
+
+class DataFileMissingError(StorageError, FileNotFoundError, code="QBEAST_DATA_FILE_MISSING"):
+    """A data or deletion-vector file the table's log lists is not in storage (deleted or
+    vacuumed by hand, or a copy of the table without all its files)."""
 
 
 class UnsafePathError(QbeastError, ValueError, code="QBEAST_UNSAFE_PATH"):

@@ -210,10 +210,10 @@ class ParquetFilesReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from server_plugin.delta.storage import storage_for
+        from server_plugin.parquet_files import check_calendar, legacy_calendar, open_parquet
 
         entries = partition.value or ()
         if not entries:
@@ -233,8 +233,8 @@ class ParquetFilesReader(DataSourceReader):
         for key, strings, vector in entries:
             values = typed_partition_values(stored, strings or {})
             deleted = None if vector is None else deleted_rows(storage, vector)
-            with storage.open_input(key) as source:
-                parquet = pq.ParquetFile(source)
+            with open_parquet(storage, key, self.root) as parquet:
+                legacy = legacy_calendar(parquet)
                 columns = [
                     n
                     for n in parquet.schema_arrow.names
@@ -243,6 +243,8 @@ class ParquetFilesReader(DataSourceReader):
                 start = 0
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
                     rows = batch.num_rows
+                    if legacy:
+                        check_calendar(batch, key)
                     if deleted is not None:
                         batch = drop_rows(batch, deleted, start)
                     start += rows

@@ -42,7 +42,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from qbeast_connect.exceptions import CorruptLogError, MetadataFormatError
+from qbeast_connect.exceptions import (
+    CorruptLogError,
+    DataFileMissingError,
+    MetadataFormatError,
+    QbeastError,
+)
 from qbeast_connect.paths import is_relative
 
 from .storage.base import Storage
@@ -293,7 +298,17 @@ def _read_from_file(storage: Storage, descriptor: DeletionVectorDescriptor) -> t
     assert offset is not None  # checked by the descriptor
     where = f"deletion vector {path}@{offset}"
     size = descriptor.size_in_bytes
-    with storage.open_input(path) as stream:
+    try:
+        opened = storage.open_input(path)
+    except FileNotFoundError as exc:
+        if isinstance(exc, QbeastError):
+            raise
+        raise DataFileMissingError(
+            f"{where}: the deletion vector file is not in storage (deleted or vacuumed "
+            "outside Delta, or the table was copied without it); restore it, or time travel "
+            "to a version that does not use it"
+        ) from None
+    with opened as stream:
         version = stream.read(1)
         if version != bytes([DV_FILE_VERSION]):
             raise CorruptLogError(

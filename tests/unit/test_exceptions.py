@@ -31,6 +31,7 @@ _CONTRACT: dict[str, tuple[str, tuple[str, ...]]] = {
     "MissingDependencyError": ("QBEAST_MISSING_DEPENDENCY", ("QbeastError", "ImportError")),
     "JavaNotFoundError": ("QBEAST_JAVA_NOT_FOUND", ("QbeastError", "RuntimeError")),
     "StorageError": ("QBEAST_STORAGE", ("QbeastError", "OSError")),
+    "DataFileMissingError": ("QBEAST_DATA_FILE_MISSING", ("StorageError", "FileNotFoundError")),
     "UnsafePathError": ("QBEAST_UNSAFE_PATH", ("QbeastError", "ValueError")),
     "ServerUnavailableError": ("QBEAST_SERVER_UNAVAILABLE", ("QbeastError", "ConnectionError")),
     "UnsupportedInputError": ("QBEAST_UNSUPPORTED_INPUT", ("QbeastError", "ValueError")),
