@@ -261,6 +261,7 @@ class LocalConnectServer:
                 return self
         assert self._process is not None
         if self._process.poll() is not None:
+            self.stop()  # drops the archive it may have begun to write
             raise QbeastError(
                 f"the Spark Connect server exited with code {self._process.returncode} "
                 f"while starting; its log is {self.log_path}:\n{self._log_tail()}"
