@@ -245,33 +245,13 @@ def register_plugin(spark: SparkSession) -> None:
     """Make the plugin available on ``spark`` and register its data sources.
 
     A server without the plugin gets the client's own, shipped as a session artifact; see
-    ``spark/plugin_setup.py``. The data sources are registered while the plugin check
-    runs: the server's first registration starts a Python process of its own (Spark's
-    lookup of installed ``pyspark_*`` data sources), which then runs next to the check's
-    query instead of after it. A registration only stores the pickled class by reference;
-    nothing of the plugin runs before the check has passed, and a session whose check
-    fails is closed by :func:`session`.
+    ``spark/plugin_setup.py``.
 
     Raises:
         PluginVersionMismatchError: the server has another version of the plugin installed.
         PluginUnavailableError: the server's Python workers cannot run the plugin.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     from qbeast_connect.spark.plugin_setup import ensure_plugin, set_session_conf
-
-    set_session_conf(spark)
-    with ThreadPoolExecutor(1, thread_name_prefix="qbeast-register") as pool:
-        registering = pool.submit(_register_sources, spark)
-        try:
-            ensure_plugin(spark)
-        finally:
-            failure = registering.exception()
-    if failure is not None:
-        raise failure
-
-
-def _register_sources(spark: SparkSession) -> None:
     from server_plugin.datasource import (
         QbeastCommandSource,
         QbeastSnapshotSource,
@@ -280,6 +260,8 @@ def _register_sources(spark: SparkSession) -> None:
     from server_plugin.qbeast_format import QbeastDataSource
     from server_plugin.timeline_writer import QbeastTimelineWriteSource
 
+    set_session_conf(spark)
+    ensure_plugin(spark)
     spark.dataSource.register(QbeastSnapshotSource)
     spark.dataSource.register(QbeastWriteSource)
     spark.dataSource.register(QbeastCommandSource)
