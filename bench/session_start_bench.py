@@ -118,6 +118,7 @@ def main(runs: int = 5, archive_arm: bool = False, before: str | None = None) ->
     for _ in range(runs):
         for name, (code, args, env) in arms.items():
             times[name].append(_run(code, args, env))
+            print(name, times[name][-1], file=sys.stderr, flush=True)
     load_after = _load()
 
     def median(name: str, key: str = "total_s") -> float:
