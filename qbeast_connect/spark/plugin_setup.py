@@ -47,6 +47,9 @@ SESSION_CONF: Mapping[str, str] = {
     PLAN_CACHE_CONF: "false",
 }
 
+#: Partitions of the probe's one-row query (each starts a Python worker of its own).
+PROBE_PARTITIONS = 1
+
 #: The modules whose absence means "the plugin is not installed" (as opposed to broken).
 PLUGIN_PACKAGES = ("server_plugin", "qbeast_connect")
 
@@ -116,7 +119,9 @@ def probe_server(spark: SparkSession) -> ProbeAnswer:
     make_udf: Any = udf
     answer: Any = make_udf(_probe_function(), StringType())(col("id"))
     try:
-        rows = spark.range(1).select(answer.alias("answer")).collect()
+        # one partition: one task, so one Python worker starts (with the default of one
+        # partition per core, every core started a worker for an empty partition)
+        rows = spark.range(0, 1, 1, PROBE_PARTITIONS).select(answer.alias("answer")).collect()
     except Exception as exc:
         text = str(exc)
         client = "{}.{}".format(*sys.version_info[:2])

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from qbeast_connect.exceptions import JavaNotFoundError, MissingDependencyError, QbeastError
+from qbeast_connect.spark import class_archive
 from qbeast_connect.spark.files import DRIVER_LISTING_PATHS, LISTING_THRESHOLD_CONF
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -66,6 +67,10 @@ DEFAULT_SERVER_CONF: Mapping[str, str] = {
     "spark.driver.memory": "4g",
     **GONE_CLIENT_CONF,
 }
+
+
+#: Seconds a stopping server that writes the class archive gets before it is killed.
+ARCHIVE_WRITE_S = 120.0
 
 
 def find_java() -> str:
@@ -191,6 +196,8 @@ class LocalConnectServer:
         self.log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
         self._reaper: OwnerWatch | None = None
+        #: The class archive this server uses or writes (see ``spark/class_archive.py``).
+        self.archive: class_archive.ArchivePlan | None = None
 
     @property
     def url(self) -> str:
@@ -206,6 +213,8 @@ class LocalConnectServer:
         """The command line that starts the server."""
         home = _spark_home()
         conf = dict(self.conf)
+        if self.archive is not None:
+            conf = class_archive.with_java_options(conf, self.archive.java_options)
         conf.setdefault("spark.pyspark.python", sys.executable)
         conf.setdefault("spark.pyspark.driver.python", sys.executable)
         conf["spark.connect.grpc.binding.port"] = str(self.port)
@@ -229,11 +238,43 @@ class LocalConnectServer:
     def start(self, timeout: float = 120.0) -> LocalConnectServer:
         """Start the server and wait until it accepts connections.
 
+        The JVM maps the class archive of earlier servers, or writes one when it stops
+        (``spark/class_archive.py``); a server that exits while starting with an archive
+        is started once more without it, and the archive is deleted.
+
         Raises:
             JavaNotFoundError: Java is missing.
             QbeastError: the server exited or did not open its port in time.
         """
         env = spark_process_env(self.extra_env)
+        self.archive = class_archive.plan(
+            find_java(), env["SPARK_HOME"], self.conf, tag=f"{os.getpid()}-{self.port}"
+        )
+        deadline = time.monotonic() + timeout
+        if self._launch(env, deadline):
+            return self
+        archive = self.archive
+        if archive is not None and archive.pending is None:
+            archive.drop()
+            self.archive = None
+            if self._launch(env, deadline):
+                return self
+        assert self._process is not None
+        if self._process.poll() is not None:
+            self.stop()  # drops the archive it may have begun to write
+            raise QbeastError(
+                f"the Spark Connect server exited with code {self._process.returncode} "
+                f"while starting; its log is {self.log_path}:\n{self._log_tail()}"
+            )
+        self.stop()
+        raise QbeastError(
+            f"the Spark Connect server did not open port {self.port} within {timeout:.0f} s; "
+            f"its log is {self.log_path}"
+        )
+
+    def _launch(self, env: Mapping[str, str], deadline: float) -> bool:
+        """Start the process; whether it opened its port before ``deadline`` (False: it
+        exited, or it still runs without the port open)."""
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
                 self.command(),
@@ -243,25 +284,19 @@ class LocalConnectServer:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+        if self._reaper is not None:
+            self._reaper.release()
         self._reaper = watch_owner(self._process.pid)
         atexit.register(self.stop)
-        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise QbeastError(
-                    f"the Spark Connect server exited with code {self._process.returncode} "
-                    f"while starting; its log is {self.log_path}:\n{self._log_tail()}"
-                )
+                return False
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return self
+                return True
             except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise QbeastError(
-            f"the Spark Connect server did not open port {self.port} within {timeout:.0f} s; "
-            f"its log is {self.log_path}"
-        )
+                time.sleep(0.05)
+        return False
 
     def _log_tail(self, lines: int = 30) -> str:
         try:
@@ -284,21 +319,34 @@ class LocalConnectServer:
         return self._process is not None and self._process.poll() is None
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+        """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds). A server
+        writing the class archive gets at least ``ARCHIVE_WRITE_S`` to write it."""
         process = self._process
         if self._reaper is not None:
             self._reaper.release()
             self._reaper = None
         if process is None or process.poll() is not None:
+            self._publish_archive(cleanly=process is not None)
             return
+        archive = self.archive
+        if archive is not None and archive.pending is not None:
+            timeout = max(timeout, ARCHIVE_WRITE_S)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout)
+            cleanly = True
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            cleanly = False
+        self._publish_archive(cleanly)
+
+    def _publish_archive(self, cleanly: bool) -> None:
+        archive, self.archive = self.archive, None
+        if archive is not None:
+            archive.publish(cleanly)
 
     def kill(self) -> None:
         """Kill the server at once (SIGKILL), as a crash would."""
@@ -310,6 +358,7 @@ class LocalConnectServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        self._publish_archive(cleanly=False)
 
 
 #: The reaper: waits for end-of-file on stdin (its owner is gone), then stops the process

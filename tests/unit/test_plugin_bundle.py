@@ -249,8 +249,10 @@ class _FakeSpark:
         self.refused = refused
         self.conf = self
         self.set_keys: list[str] = []
+        self.ranges: list[tuple[int, ...]] = []
 
-    def range(self, _: int) -> _FailingQuery:
+    def range(self, *args: int) -> _FailingQuery:
+        self.ranges.append(args)
         return _FailingQuery(self.failure)
 
     def set(self, key: str, value: str) -> None:
@@ -268,6 +270,18 @@ def test_probe_names_a_python_version_mismatch_as_a_server_restart() -> None:
     text = str(raised.value)
     assert "Restart the server with spark.pyspark.python" in text
     assert "Python {}.{}".format(*sys.version_info[:2]) in text
+
+
+def test_probe_runs_one_task_so_one_python_worker_starts() -> None:
+    """Issue 34: the probe's ``range(1)`` had one partition per core, and each partition's
+    task started a Python worker of its own on the session's first query."""
+    from qbeast_connect.spark.plugin_setup import probe_server
+
+    spark = _FakeSpark(failure="stop after the plan is built")
+    with pytest.raises(PluginUnavailableError):
+        probe_server(spark)  # type: ignore[arg-type]
+    ((start, end, step, partitions),) = spark.ranges
+    assert (end - start, step, partitions) == (1, 1, 1)
 
 
 def test_refused_session_setting_names_the_server_conf() -> None:
