@@ -68,3 +68,38 @@ def test_crash_leaves_the_table_whole(
     from deltalake import DeltaTable
 
     assert row_digest(DeltaTable(path).to_pyarrow_table()) == spark_digest(final)
+
+
+DELETE_CLIENT = textwrap.dedent(
+    """
+    import sys
+    import qbeast_connect as qc
+    spark = qc.session(remote=sys.argv[1])
+    qc.QbeastTable.forPath(spark, sys.argv[2]).delete("x < 30")
+    """
+)
+
+
+def test_crash_during_a_delete_leaves_the_table_whole(remote_spark: Any, tmp_path: Path) -> None:
+    """A row-level change commits its removes and adds in one commit through the same
+    writer as an append (#33): a server killed while committing leaves the table as it was,
+    and the delete then runs again."""
+    path = str(tmp_path / "t")
+    first = remote_spark.range(0, 1000, numPartitions=2).selectExpr(
+        "id", "cast(id % 90 as double) as x"
+    )
+    qc.write(first, path, columnsToIndex="x", cubeSize=200)
+    before = sorted(live_adds(path))
+    run_until_crash("commit_temp_written", DELETE_CLIENT, path)
+    assert {v for v, _ in log_actions(path)} == {0}, "a crashed delete must not leave a commit"
+    assert sorted(live_adds(path)) == before
+    table = qc.QbeastTable.forPath(remote_spark, path)
+    assert spark_digest(table.toDF()) == spark_digest(first)
+    result = table.delete("x < 30")
+    assert result.version == 1
+    assert result.num_deleted_rows == first.where("x < 30").count()
+    final = qc.QbeastTable.forPath(remote_spark, path).toDF()
+    from deltalake import DeltaTable
+
+    assert row_digest(DeltaTable(path).to_pyarrow_table()) == spark_digest(final)
+    assert spark_digest(final) == spark_digest(first.where("x >= 30"))
