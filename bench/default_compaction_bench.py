@@ -13,8 +13,10 @@ first, so both pay the same load. Every ``--every`` appends, the rows so far are
 written at once to a third table, and the report gives, for both appended tables, the
 revisions, files and bytes each read's plan selects (``sample(0.01)``, a 1% ``user_id``
 filter, a 1-hour filter) as a share of the table and as a ratio to the one-write table, the
-seconds of all appends so far (compactions included) and the rows the compactions rewrote
-per row appended. The JSON is rewritten at every checkpoint.
+seconds of all appends so far (compactions included; three appends to a scratch table warm
+the server up first) and the rows the compactions rewrote per row appended. The JSON is
+rewritten at every checkpoint. ``--fanout k`` creates the compacted table with
+``autoCompactMinNumFiles=k`` instead of the default.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=400)
     parser.add_argument("--cube-size", type=int, default=2000)
     parser.add_argument("--every", type=int, default=100)
+    parser.add_argument("--fanout", type=int, default=0, help="autoCompactMinNumFiles (0: default)")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -53,16 +56,28 @@ def main() -> None:
         "machine": machine(),
         "command": "python -m bench.default_compaction_bench "
         f"--appends {args.appends} --rows {args.rows} --cube-size {args.cube_size} "
-        f"--every {args.every}",
+        f"--every {args.every}" + (f" --fanout {args.fanout}" if args.fanout else ""),
         "checkpoints": checkpoints,
     }
     try:
+        # warm up the server (JVM, Python workers) before any timed append
+        warm = fresh_dir("compaction_warm")
+        for hour in range(3):
+            qc.write(
+                hour_frame(spark, hour, args.rows),
+                warm,
+                mode="append",
+                columnsToIndex=columns,
+                cubeSize=args.cube_size,
+            )
         for hour in range(args.appends):
             order = ("default", "off") if hour % 2 == 0 else ("off", "default")
             for which in order:
                 options: dict[str, Any] = {"columnsToIndex": columns, "cubeSize": args.cube_size}
                 if which == "off" and hour == 0:
                     options["autoCompact"] = "false"
+                if which == "default" and hour == 0 and args.fanout:
+                    options["autoCompactMinNumFiles"] = args.fanout
                 path = default_path if which == "default" else plain_path
                 started = time.perf_counter()
                 result = qc.write(
