@@ -22,7 +22,7 @@ from qbeast_connect.index.partition_trees import EMPTY_TREE, PartitionTree
 from qbeast_connect.model.block import Block, tags_for
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
-from qbeast_connect.rules.auto_compact import RUN_TAG, run_file_name
+from qbeast_connect.rules.auto_compact import run_file_name, run_id_of
 from qbeast_connect.rules.column_mapping import (
     COLUMN_MAPPING_MODE,
     ColumnMapping,
@@ -386,8 +386,8 @@ class _TaskBuffer:
         part: int | None = None,
         max_row_weight: int | None = None,
     ) -> WrittenFile:
-        run = (self.plan.commit_tags or {}).get(RUN_TAG)
-        # a compaction's files carry its run id (rules.auto_compact: the runs it tiers)
+        # a write's files carry its run id (rules.auto_compact: the runs compaction tiers)
+        run = run_id_of(self.plan.txn_id)
         name = f"{uuid.uuid4()}.parquet" if run is None else run_file_name(run, str(uuid.uuid4()))
         partition_values: dict[str, str | None] | None = None
         if part is not None and self.partitions is not None:

@@ -11,9 +11,11 @@ commit of its own after such an append (:mod:`qbeast_connect.spark.auto_compact`
 
 The policy, pure: **size tiers** (as an LSM tree's size-tiered compaction).
 
-* A **run** is the set of files one commit wrote into the index: the files of an append
-  (each file counts as a run of its own), or the files of one compaction, which the writer
-  names ``run-<id>-<uuid>.parquet`` after the ``qbeast.compactionRun`` commit tag.
+* A **run** is the set of files one write put in the table: the plugin's writer names the
+  files of a write ``run-<id>-<uuid>.parquet``, ``<id>`` the first 12 hex digits of the
+  write's ``txnId`` (:func:`run_id_of`), so a write's files are one run (an append, a
+  compaction, the first write). A file of another name (written by an older version, by
+  ``format("qbeast")`` or another tool) is a run of its own.
 * A run is **eligible** when its files belong to indexed revisions the latest revision
   covers (so its rows are indexed into the latest revision without widening it) and it
   holds fewer than ``autoCompactMinFileSize`` bytes (bigger runs are never rewritten).
@@ -58,7 +60,6 @@ __all__ = [
     "MIN_NUM_FILES_KEY",
     "OPTION_KEYS",
     "RUN_FILE_PREFIX",
-    "RUN_TAG",
     "AutoCompactSettings",
     "AutoCompaction",
     "Run",
@@ -68,6 +69,7 @@ __all__ = [
     "eligible_runs",
     "files_to_compact",
     "run_file_name",
+    "run_id_of",
     "run_key",
     "runs_to_merge",
     "settings_of",
@@ -102,10 +104,7 @@ MIN_NUM_FILES_DEFAULT = 4
 
 #: ``commitInfo.tags`` key that marks a compaction's commit as automatic.
 AUTO_COMMIT_TAG = "qbeast.autoCompaction"
-#: ``commitInfo.tags`` key holding a compaction's run id; the writer names the files of a
-#: plan carrying it ``run-<id>-<uuid>.parquet`` (:func:`run_file_name`).
-RUN_TAG = "qbeast.compactionRun"
-#: The file-name prefix of a compaction's files.
+#: The file-name prefix of the files of one write (:func:`run_file_name`).
 RUN_FILE_PREFIX = "run-"
 
 
@@ -245,14 +244,21 @@ def created_configuration(configuration: Mapping[str, str]) -> dict[str, str]:
     return {**configuration, AUTO_COMPACT_KEY: "true"}
 
 
+def run_id_of(txn_id: str) -> str | None:
+    """The run id of the files of the write ``txn_id`` (its first 12 hex digits); None
+    when it has fewer."""
+    digits = "".join(c for c in txn_id.lower() if c in "0123456789abcdef")
+    return digits[:12] if len(digits) >= 12 else None
+
+
 def run_file_name(run_id: str, unique: str) -> str:
-    """The name of a file of compaction run ``run_id`` (``unique``: the file's own id)."""
+    """The name of a file of the run ``run_id`` (``unique``: the file's own id)."""
     return f"{RUN_FILE_PREFIX}{run_id}-{unique}.parquet"
 
 
 def run_key(path: str) -> str:
-    """The run a file belongs to: ``run-<id>`` for a compaction's file, else the file's own
-    path (an appended file is a run of its own). A run's files stay in one partition
+    """The run a file belongs to: ``run-<id>`` for a file named after its write, else the
+    file's own path (a run of its own). A run's files stay in one partition
     directory, which the key keeps."""
     directory, _, name = path.rpartition("/")
     if name.startswith(RUN_FILE_PREFIX):

@@ -5,9 +5,9 @@
 latest state, and when a compaction is due it re-indexes the rows of the small files into
 the latest revision with optimize's own job (:func:`~qbeast_connect.spark.operations.index_staging`,
 the write pipeline with ``dataChange: false`` that removes the files it read), as one
-commit of its own, tagged ``qbeast.autoCompaction`` in ``commitInfo.tags`` with its run id
-(``qbeast.compactionRun``), after which the writer names its files: the next compactions
-see them as one run of the size tiers. Weights are a
+commit of its own, tagged ``qbeast.autoCompaction`` in ``commitInfo.tags``; its files are
+named after its ``txnId``, as every write's, so the next compactions see them as one run of
+the size tiers. Weights are a
 hash of the indexed values, so the rows keep theirs and every sample returns the same rows.
 
 The append has landed whatever happens here: a compaction that loses a conflict with a
@@ -20,7 +20,6 @@ failing the append.
 from __future__ import annotations
 
 import json
-import uuid
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -30,7 +29,6 @@ from qbeast_connect.options import WriteOptions
 from qbeast_connect.rules.auto_compact import (
     AUTO_COMMIT_TAG,
     OPTION_KEYS,
-    RUN_TAG,
     AutoCompaction,
     files_to_compact,
     settings_of,
@@ -104,7 +102,7 @@ def _compact(
         paths,
         WriteOptions(),
         keep_revision=True,
-        commit_tags={AUTO_COMMIT_TAG: "true", RUN_TAG: uuid.uuid4().hex[:12]},
+        commit_tags={AUTO_COMMIT_TAG: "true"},
     )
     if result.version is None:
         return AutoCompaction(None, skipped="the rows do not fit the latest revision's space")

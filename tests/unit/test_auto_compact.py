@@ -24,6 +24,7 @@ from qbeast_connect.rules.auto_compact import (
     eligible_runs,
     files_to_compact,
     run_file_name,
+    run_id_of,
     run_key,
     runs_to_merge,
     settings_of,
@@ -134,7 +135,9 @@ def test_tiers_are_floor_log_fanout_of_the_bytes() -> None:
     assert tier_of(8, 1) == tier_of(8, 2) == 3
 
 
-def test_a_compactions_files_are_one_run_and_an_appended_file_a_run_of_its_own() -> None:
+def test_a_writes_files_are_one_run_and_another_file_a_run_of_its_own() -> None:
+    assert run_id_of("3f2c1a9e-1111-4222-8333-123456789abc") == "3f2c1a9e1111"
+    assert run_id_of("") is None and run_id_of("abc-def") is None
     name = run_file_name("ab12", "u-1")
     assert name == "run-ab12-u-1.parquet"
     assert run_key(name) == run_key("run-ab12-other.parquet") == "run-ab12"
@@ -187,6 +190,11 @@ def test_files_to_compact_picks_whole_runs_of_small_covered_files() -> None:
         "c.parquet",
         "run-r1",
     ]
+    # the many files of one write (a first write) are one run: with 3 appended runs in its
+    # tier, nothing is due (each file a run of its own would make 8, and rewrite them)
+    first = [_file(f"run-w1-{i}.parquet", 3, 20) for i in range(5)]
+    appended = [_file(f"run-a{i}-0.parquet", 3, 20) for i in range(3)]
+    assert files_to_compact(_snapshot([*first, *appended]), four) == ()
     # three runs in the tier: not due; off: nothing, whatever the files
     assert files_to_compact(_snapshot(files[1:]), four) == ()
     assert files_to_compact(_snapshot(files), AutoCompactSettings()) == ()
@@ -273,10 +281,7 @@ def test_a_compaction_that_loses_a_conflict_gives_up_once_and_says_so(
     assert result is not None and result.skipped == "conflict" and result.version is None
     assert len(calls) == 1 and calls[0]["paths"] == ["s0", "s1", "s2", "s3"]
     assert calls[0]["keep_revision"] is True
-    tags = calls[0]["commit_tags"]
-    assert isinstance(tags, dict) and tags["qbeast.autoCompaction"] == "true"
-    assert set(tags) == {"qbeast.autoCompaction", "qbeast.compactionRun"}
-    assert len(tags["qbeast.compactionRun"]) == 12
+    assert calls[0]["commit_tags"] == {"qbeast.autoCompaction": "true"}
     # off, or not due: no state is even read
     monkeypatch.setattr(job, "load_table_state", lambda spark, path: pytest.fail("read"))
     assert job.compact_after_append(None, "/t", {}) is None  # type: ignore[arg-type]
