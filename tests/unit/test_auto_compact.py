@@ -330,3 +330,26 @@ def test_a_new_table_stores_auto_compaction_on_and_an_existing_one_keeps_its_own
     for appending in (True, False):
         kept = write_configuration(old, revision, None, parse_write_options({}), appending)
         assert "qbeast.autoCompact" not in kept and not settings_of(kept).enabled
+
+
+def test_index_metrics_show_how_far_the_table_is_from_its_compacted_shape() -> None:
+    from qbeast_connect.metrics import compute_index_metrics
+
+    def top(name: str, revision: int, size: int) -> IndexFile:
+        return IndexFile(name, size, 0, revision, (Block("", -(2**31), 2**31 - 1, 30),), 30)
+
+    files = [top(f"run-a{i}-0.parquet", 1 + i % 3, 500) for i in range(4)]
+    snapshot = _snapshot(files)
+    on = QbeastSnapshot({**snapshot.configuration, "qbeast.autoCompact": "true"}, snapshot.files, 7)
+    metrics = compute_index_metrics(on)
+    assert metrics.auto_compact is True
+    assert (metrics.small_runs, metrics.compaction_due_files) == (4, 4)
+    assert metrics.revisions_with_files == 3
+    # every file holds root rows of least weight: a 1% sample reads them all; one optimized
+    # tree of 120 rows (cube size 50) has bands [0, 1/2) and [1/2, 1]: it would read half
+    assert (metrics.sample_bytes, metrics.sample_bytes_optimized) == (2000, 1000)
+    assert "a compaction of 4 files is due" in str(metrics)
+    # a table without the property (created before): off, nothing due, runs still counted
+    old = compute_index_metrics(snapshot)
+    assert (old.auto_compact, old.small_runs, old.compaction_due_files) == (False, 4, 0)
+    assert old.to_dict()["auto_compact"] is False
