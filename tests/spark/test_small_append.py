@@ -90,7 +90,9 @@ def _check_rows_in_their_cubes(path: str) -> int:
 
 
 def _append_series(spark: Any, path: str) -> list[dict[str, float]]:
-    qc.write(_rows(spark, 0, BASE_ROWS, 2), path, columnsToIndex="x,y", cubeSize=CUBE_SIZE)
+    # compaction off: each append is the commit after the one before
+    qc.write(_rows(spark, 0, BASE_ROWS, 2), path, columnsToIndex="x,y", cubeSize=CUBE_SIZE,
+             autoCompact="false")
     timings = []
     for i in range(APPENDS):
         start = BASE_ROWS + i * APPEND_ROWS
