@@ -202,7 +202,9 @@ def test_write_result_reads_its_commit_on_first_access(
 ) -> None:
     from qbeast_connect.spark import commits
 
-    qc.write(_rows(spark, 0, BASE_ROWS, 2), table_path, columnsToIndex="x,y", cubeSize=CUBE_SIZE)
+    # compaction off: the appends' commits follow each other, with no compaction's read-back
+    qc.write(_rows(spark, 0, BASE_ROWS, 2), table_path, columnsToIndex="x,y", cubeSize=CUBE_SIZE,
+             autoCompact="false")
     searched: list[str] = []
     find = commits.find_commit
 
