@@ -44,7 +44,8 @@ CLIENT = textwrap.dedent(
 def _create(spark: Any, path: str) -> None:
     stats = json.dumps({"x_min": 0.0, "x_max": 100.0})
     df = spark.range(0, 10).selectExpr("id + 100000000 as id", "cast(id as double) as x")
-    qc.write(df, path, columnsToIndex="x", cubeSize=1000, columnStats=stats)
+    # compaction off: every commit is one client's append (the checks count them)
+    qc.write(df, path, columnsToIndex="x", cubeSize=1000, columnStats=stats, autoCompact="false")
 
 
 def _run_clients(urls: list[str], path: str, workers: int) -> list[list[int]]:

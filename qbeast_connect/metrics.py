@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,6 +41,9 @@ from qbeast_connect.model.estimation_math import min_height as _min_height
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
 from qbeast_connect.model.weight import fraction_from_weight
+
+#: The sample fraction whose bytes :class:`IndexMetrics` reports.
+SAMPLE_FRACTION = 0.01
 
 __all__ = [
     "DenormalizedBlock",
@@ -361,6 +365,19 @@ class IndexMetrics:
             deleted: never read, still stored and still counted by the blocks
             (``element_count`` includes them); ``optimize`` rewrites their files without
             them.
+        auto_compact: Whether the table compacts its small appends (``qbeast.autoCompact``;
+            :mod:`qbeast_connect.rules.auto_compact`). The fields below are table-wide and
+            show how far the table is from its compacted shape.
+        small_runs: Runs (the files of one write) small enough to be compacted
+            (under ``autoCompactMinFileSize``, in revisions the latest covers).
+        compaction_due_files: Files the next compaction would rewrite (0: none is due).
+        revisions_with_files: Indexed revisions holding live files; each is a tree of its
+            own that samples and filters plan apart (``optimize(mergeRevisions=True)``
+            re-indexes them into one).
+        sample_bytes: Bytes a ``sample(0.01)`` reads now.
+        sample_bytes_optimized: About the bytes it would read after a full optimize into
+            one tree: the indexed bytes times the weight band of the layout that holds
+            fraction 0.01 (:func:`qbeast_connect.index.layout.band_edges`).
     """
 
     revision_id: int
@@ -386,6 +403,12 @@ class IndexMetrics:
     unindexed_bytes: int = 0
     unindexed_rows: int = 0
     deleted_rows: int = 0
+    auto_compact: bool = False
+    small_runs: int = 0
+    compaction_due_files: int = 0
+    revisions_with_files: int = 0
+    sample_bytes: int = 0
+    sample_bytes_optimized: int = 0
 
     @property
     def theoretical_fanout(self) -> float:
@@ -417,7 +440,23 @@ class IndexMetrics:
             ("bytes", str(self.bytes)),
             ("unindexedFiles", self._unindexed_text()),
             ("deletedRows", self._deleted_text()),
+            ("autoCompact", self._compaction_text()),
+            (
+                "sample(0.01) bytes",
+                f"{self.sample_bytes} (after a full optimize: about "
+                f"{self.sample_bytes_optimized}; revisions with files: "
+                f"{self.revisions_with_files})",
+            ),
         ]
+
+    def _compaction_text(self) -> str:
+        state = "on" if self.auto_compact else "off"
+        due = (
+            f"a compaction of {self.compaction_due_files} files is due"
+            if self.compaction_due_files
+            else "no compaction due"
+        )
+        return f"{state} ({self.small_runs} small runs; {due})"
 
     def _deleted_text(self) -> str:
         if not self.deleted_rows:
@@ -603,7 +642,31 @@ def compute_index_metrics(snapshot: QbeastSnapshot, revision_id: int | None = No
         unindexed_bytes=sum(f.size for f in unindexed),
         unindexed_rows=sum(f.live_rows if f.num_records is not None else 0 for f in unindexed),
         deleted_rows=sum(f.deleted_rows for f in snapshot.files),
+        **_compaction_state(snapshot, revision),
     )
+
+
+def _compaction_state(snapshot: QbeastSnapshot, revision: Revision) -> dict[str, Any]:
+    """The table-wide fields of :class:`IndexMetrics` that show how far the table is from
+    its compacted shape."""
+    from qbeast_connect.index.layout import band_edges
+    from qbeast_connect.planning.file_planner import plan_files
+    from qbeast_connect.rules.auto_compact import eligible_runs, files_to_compact, settings_of
+
+    settings = settings_of(snapshot.configuration)
+    on = dataclasses.replace(settings, enabled=True)
+    indexed = [f for f in snapshot.files if f.revision_id > 0]
+    rows = sum(b.element_count for f in indexed for b in f.blocks)
+    edges = [fraction_from_weight(e) for e in band_edges(rows, revision.desired_cube_size)]
+    share = min((e for e in edges if e > SAMPLE_FRACTION), default=1.0)
+    return {
+        "auto_compact": settings.enabled,
+        "small_runs": len(eligible_runs(snapshot, on)),
+        "compaction_due_files": len(files_to_compact(snapshot, settings)),
+        "revisions_with_files": len({f.revision_id for f in indexed}),
+        "sample_bytes": plan_files(snapshot, None, SAMPLE_FRACTION).selected_bytes,
+        "sample_bytes_optimized": round(share * sum(f.size for f in indexed)),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,12 +24,13 @@ from server_plugin.delta.process_tree import jvm_ancestor
 from server_plugin.delta.storage import LocalStorage, Storage, storage_for
 
 #: What our writers create in a table directory before its first commit: data files named
-#: by a UUID (under ``column=value/`` directories for partitioned tables), and the log's
-#: directory with commit temporary files. A failed first write can leave these behind (a
-#: task still running when Spark aborts the job, a crash); they never block a retry.
+#: by a UUID, with their write's run id before it or not (``run-<12 hex>-<uuid>.parquet``),
+#: under ``column=value/`` directories for partitioned tables, and the log's directory with
+#: commit temporary files. A failed first write can leave these behind (a task still running
+#: when Spark aborts the job, a crash); they never block a retry.
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _LEFTOVER = re.compile(
-    rf"^(?:[^/=]+=[^/]*/)*(?:{_UUID}\.parquet)?$|^_delta_log/(?:\.tmp-{_UUID})?$"
+    rf"^(?:[^/=]+=[^/]*/)*(?:(?:run-[0-9a-f]{{12}}-)?{_UUID}\.parquet)?$|^_delta_log/(?:\.tmp-{_UUID})?$"
 )
 
 __all__ = [

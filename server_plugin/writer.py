@@ -22,6 +22,7 @@ from qbeast_connect.index.partition_trees import EMPTY_TREE, PartitionTree
 from qbeast_connect.model.block import Block, tags_for
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.weight import MAX_WEIGHT
+from qbeast_connect.rules.auto_compact import run_file_name, run_id_of
 from qbeast_connect.rules.column_mapping import (
     COLUMN_MAPPING_MODE,
     ColumnMapping,
@@ -385,7 +386,9 @@ class _TaskBuffer:
         part: int | None = None,
         max_row_weight: int | None = None,
     ) -> WrittenFile:
-        name = f"{uuid.uuid4()}.parquet"
+        # a write's files carry its run id (rules.auto_compact: the runs compaction tiers)
+        run = run_id_of(self.plan.txn_id)
+        name = f"{uuid.uuid4()}.parquet" if run is None else run_file_name(run, str(uuid.uuid4()))
         partition_values: dict[str, str | None] | None = None
         if part is not None and self.partitions is not None:
             column = self.partitions.partitioning.column

@@ -9,16 +9,30 @@ re-indexes them after the appends that make them many: the client write paths
 (``qc.write``, ``qc.writer(...).save``, the streaming batch writer) run one compaction as a
 commit of its own after such an append (:mod:`qbeast_connect.spark.auto_compact`).
 
-The policy, pure:
+The policy, pure: **size tiers** (as an LSM tree's size-tiered compaction).
 
-* a file is **small** when it is smaller than ``autoCompactMinFileSize`` bytes, belongs to
-  an indexed revision, and that revision's space is covered by the latest revision's (so
-  its rows can be indexed into the latest revision without widening it);
-* a compaction is **due** when at least ``autoCompactMinNumFiles`` small files hold rows of
-  the root cube: each of those is opened by every sample;
-* a due compaction re-indexes the rows of **every** small file into the latest revision and
-  removes them, in one commit with ``dataChange: false``. Big files are never rewritten, so
-  one compaction rewrites at most (small files) x ``autoCompactMinFileSize`` bytes.
+* A **run** is the set of files one write put in the table: the plugin's writer names the
+  files of a write ``run-<id>-<uuid>.parquet``, ``<id>`` the first 12 hex digits of the
+  write's ``txnId`` (:func:`run_id_of`), so a write's files are one run (an append, a
+  compaction, the first write). A file of another name (written by an older version, by
+  ``format("qbeast")`` or another tool) is a run of its own.
+* A run is **eligible** when its files belong to indexed revisions the latest revision
+  covers (so its rows are indexed into the latest revision without widening it) and it
+  holds fewer than ``autoCompactMinFileSize`` bytes (bigger runs are never rewritten).
+* A run's **tier** is ``floor(log_k(bytes))`` with fan-out ``k = autoCompactMinNumFiles``:
+  runs of a tier differ in size by less than ``k`` times.
+* A compaction is **due** when a tier holds at least ``k`` eligible runs: the lowest such
+  tier's runs are merged into one run (``k`` or more times the smallest of them, so a tier
+  up), and when that run completes the next tier's ``k`` runs, those join it (a cascade),
+  in one commit with ``dataChange: false``.
+
+Every rewrite of a row moves it at least one tier up, and a table of ``n`` bytes has
+``log_k(n)`` tiers, so over ``n`` appends each row is rewritten ``O(log n)`` times (about
+``log_k(n / append)`` times: 3.04 per row over 1,000 equal appends at ``k = 4``,
+``tests/unit/test_auto_compact.py``), never the whole table at every compaction. At most
+``k - 1`` runs per tier stay uncompacted, each a tree of its own whose top every sample
+opens. Tables created by this version store ``qbeast.autoCompact=true``; a table without
+the property (created before) is not compacted unless a write sets it.
 
 Time-partitioned tables (``partitionBy``) are not auto-compacted (each partition is a tree
 of its own; ``optimize(partition=...)`` compacts one).
@@ -30,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.model.block import IndexFile
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
 
@@ -44,13 +59,22 @@ __all__ = [
     "MIN_NUM_FILES_DEFAULT",
     "MIN_NUM_FILES_KEY",
     "OPTION_KEYS",
+    "RUN_FILE_PREFIX",
     "AutoCompactSettings",
     "AutoCompaction",
+    "Run",
     "auto_compact_properties",
     "covers",
+    "created_configuration",
+    "eligible_runs",
     "files_to_compact",
+    "run_file_name",
+    "run_id_of",
+    "run_key",
+    "runs_to_merge",
     "settings_of",
     "stored_configuration",
+    "tier_of",
 ]
 
 #: Write options (case-insensitive, as every write option).
@@ -70,13 +94,18 @@ OPTION_KEYS: Mapping[str, str] = {
     MIN_NUM_FILES: MIN_NUM_FILES_KEY,
 }
 
-#: Files below this many bytes are small (32 MiB: a quarter of Delta's target file size).
+#: Runs below this many bytes are compacted (32 MiB: a quarter of Delta's target file
+#: size); bigger runs are never rewritten, so a compaction rewrites at most about
+#: ``k x 32 MiB``.
 MIN_FILE_SIZE_DEFAULT = 32 * 1024 * 1024
-#: A compaction is due when this many small files hold rows of the root cube.
+#: The fan-out ``k``: a compaction is due when a size tier holds this many runs
+#: (``docs/quickstart.md#automatic-compaction`` gives the measurements behind 4).
 MIN_NUM_FILES_DEFAULT = 4
 
 #: ``commitInfo.tags`` key that marks a compaction's commit as automatic.
 AUTO_COMMIT_TAG = "qbeast.autoCompaction"
+#: The file-name prefix of the files of one write (:func:`run_file_name`).
+RUN_FILE_PREFIX = "run-"
 
 
 @dataclass(frozen=True)
@@ -206,28 +235,113 @@ def covers(latest: Revision, other: Revision) -> bool:
     return not any(m.is_superseded_by(t) for m, t in zip(mine, theirs, strict=True))
 
 
-def files_to_compact(
-    snapshot: QbeastSnapshot, settings: AutoCompactSettings
-) -> Sequence[str]:
-    """The files a compaction rewrites now: every small file, when at least
-    ``min_num_files`` of them hold rows of the root cube; else none.
+def created_configuration(configuration: Mapping[str, str]) -> dict[str, str]:
+    """The configuration a write that creates a table commits: automatic compaction on
+    unless the write's options say otherwise (tables created before keep what they have:
+    without the property, :func:`settings_of` reads it as off)."""
+    if AUTO_COMPACT_KEY in configuration:
+        return dict(configuration)
+    return {**configuration, AUTO_COMPACT_KEY: "true"}
+
+
+def run_id_of(txn_id: str) -> str | None:
+    """The run id of the files of the write ``txn_id`` (its first 12 hex digits); None
+    when it has fewer."""
+    digits = "".join(c for c in txn_id.lower() if c in "0123456789abcdef")
+    return digits[:12] if len(digits) >= 12 else None
+
+
+def run_file_name(run_id: str, unique: str) -> str:
+    """The name of a file of the run ``run_id`` (``unique``: the file's own id)."""
+    return f"{RUN_FILE_PREFIX}{run_id}-{unique}.parquet"
+
+
+def run_key(path: str) -> str:
+    """The run a file belongs to: ``run-<id>`` for a file named after its write, else the
+    file's own path (a run of its own). A run's files stay in one partition
+    directory, which the key keeps."""
+    directory, _, name = path.rpartition("/")
+    if name.startswith(RUN_FILE_PREFIX):
+        run_id, dash, _rest = name[len(RUN_FILE_PREFIX) :].partition("-")
+        if dash and run_id:
+            return f"{directory}/{RUN_FILE_PREFIX}{run_id}" if directory else f"run-{run_id}"
+    return path
+
+
+@dataclass(frozen=True)
+class Run:
+    """An eligible run: its key (:func:`run_key`), its files and their bytes."""
+
+    key: str
+    paths: tuple[str, ...]
+    size: int
+
+
+def tier_of(size: int, fanout: int) -> int:
+    """``floor(log_fanout(size))`` in integers (0 below ``fanout`` bytes)."""
+    fanout = max(2, fanout)
+    tier = 0
+    while size >= fanout:
+        size //= fanout
+        tier += 1
+    return tier
+
+
+def eligible_runs(snapshot: QbeastSnapshot, settings: AutoCompactSettings) -> list[Run]:
+    """The runs a compaction may rewrite (module docstring), by key."""
+    latest = snapshot.latest_revision
+    if latest is None:
+        return []
+    covered = {
+        rid for rid, revision in snapshot.revisions.items() if rid > 0 and covers(latest, revision)
+    }
+    grouped: dict[str, list[IndexFile]] = {}
+    excluded: set[str] = set()
+    for f in snapshot.files:
+        key = run_key(f.path)
+        if f.revision_id in covered and f.blocks:
+            grouped.setdefault(key, []).append(f)
+        else:
+            excluded.add(key)
+    runs = []
+    for key, files in sorted(grouped.items()):
+        size = sum(f.size for f in files)
+        if key not in excluded and size < settings.min_file_size:
+            runs.append(Run(key, tuple(f.path for f in files), size))
+    return runs
+
+
+def runs_to_merge(runs: Sequence[Run], fanout: int) -> tuple[Run, ...]:
+    """The runs one compaction merges: the lowest tier holding ``fanout`` runs, then each
+    next tier the merged run completes to ``fanout`` runs; none when no tier is full."""
+    fanout = max(2, fanout)
+    tiers: dict[int, list[Run]] = {}
+    for run in runs:
+        tiers.setdefault(tier_of(run.size, fanout), []).append(run)
+    full = sorted(t for t, members in tiers.items() if len(members) >= fanout)
+    if not full:
+        return ()
+    tier = full[0]
+    chosen = list(tiers[tier])
+    size = sum(r.size for r in chosen)
+    while True:
+        up = tier_of(size, fanout)
+        if up <= tier or len(tiers.get(up, ())) + 1 < fanout:
+            break
+        chosen.extend(tiers[up])
+        size += sum(r.size for r in tiers[up])
+        tier = up
+    return tuple(chosen)
+
+
+def files_to_compact(snapshot: QbeastSnapshot, settings: AutoCompactSettings) -> Sequence[str]:
+    """The files a compaction rewrites now: the files of :func:`runs_to_merge` over the
+    eligible runs, when automatic compaction is on; else none.
 
     Only indexed files whose revision the latest revision covers count, so the rows are
     indexed into the latest revision and no compaction opens a revision.
     """
-    latest = snapshot.latest_revision
-    if not settings.enabled or latest is None:
+    if not settings.enabled:
         return ()
-    revisions = snapshot.revisions
-    covered = {
-        rid for rid, revision in revisions.items() if rid > 0 and covers(latest, revision)
-    }
-    small = [
-        f
-        for f in snapshot.files
-        if f.revision_id in covered and f.size < settings.min_file_size and f.blocks
-    ]
-    with_root = sum(1 for f in small if any(b.cube_id == "" for b in f.blocks))
-    if with_root < settings.min_num_files or len(small) < 2:
-        return ()
-    return tuple(f.path for f in small)
+    chosen = runs_to_merge(eligible_runs(snapshot, settings), settings.min_num_files)
+    return tuple(p for run in chosen for p in run.paths)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.options import WriteOptions
+from qbeast_connect.rules.auto_compact import created_configuration
 
 __all__ = ["LAST_REVISION_KEY", "REVISION_PREFIX", "is_revision_key", "write_configuration"]
 
@@ -55,4 +56,6 @@ def write_configuration(
     config["tableFormat"] = "delta"
     config["columnStats"] = options.column_stats or ""
     config.update(options.table_properties)
+    if not base:  # a new table: automatic compaction on unless the write turned it off
+        config = created_configuration(config)
     return config

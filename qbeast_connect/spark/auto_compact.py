@@ -5,7 +5,9 @@
 latest state, and when a compaction is due it re-indexes the rows of the small files into
 the latest revision with optimize's own job (:func:`~qbeast_connect.spark.operations.index_staging`,
 the write pipeline with ``dataChange: false`` that removes the files it read), as one
-commit of its own, tagged ``qbeast.autoCompaction`` in ``commitInfo.tags``. Weights are a
+commit of its own, tagged ``qbeast.autoCompaction`` in ``commitInfo.tags``; its files are
+named after its ``txnId``, as every write's, so the next compactions see them as one run of
+the size tiers. Weights are a
 hash of the indexed values, so the rows keep theirs and every sample returns the same rows.
 
 The append has landed whatever happens here: a compaction that loses a conflict with a

@@ -90,7 +90,9 @@ def _check_rows_in_their_cubes(path: str) -> int:
 
 
 def _append_series(spark: Any, path: str) -> list[dict[str, float]]:
-    qc.write(_rows(spark, 0, BASE_ROWS, 2), path, columnsToIndex="x,y", cubeSize=CUBE_SIZE)
+    # compaction off: each append is the commit after the one before
+    qc.write(_rows(spark, 0, BASE_ROWS, 2), path, columnsToIndex="x,y", cubeSize=CUBE_SIZE,
+             autoCompact="false")
     timings = []
     for i in range(APPENDS):
         start = BASE_ROWS + i * APPEND_ROWS
@@ -200,7 +202,9 @@ def test_write_result_reads_its_commit_on_first_access(
 ) -> None:
     from qbeast_connect.spark import commits
 
-    qc.write(_rows(spark, 0, BASE_ROWS, 2), table_path, columnsToIndex="x,y", cubeSize=CUBE_SIZE)
+    # compaction off: the appends' commits follow each other, with no compaction's read-back
+    qc.write(_rows(spark, 0, BASE_ROWS, 2), table_path, columnsToIndex="x,y", cubeSize=CUBE_SIZE,
+             autoCompact="false")
     searched: list[str] = []
     find = commits.find_commit
 

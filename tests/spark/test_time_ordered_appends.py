@@ -44,9 +44,18 @@ def _hour(spark: Any, hour: int) -> Any:
 
 @pytest.fixture(scope="module")
 def appended(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
-    """A table written by 12 hourly appends, with the results of its writes and the rows."""
+    """A table written by 12 hourly appends, with the results of its writes and the rows
+    (automatic compaction off: these tests count each revision's own files)."""
     path = str(tmp_path_factory.mktemp("hourly") / "t")
-    results = [qc.write(_hour(spark, 0), path, columnsToIndex="event_time,user_id", cubeSize=100)]
+    results = [
+        qc.write(
+            _hour(spark, 0),
+            path,
+            columnsToIndex="event_time,user_id",
+            cubeSize=100,
+            autoCompact="false",
+        )
+    ]
     data = _hour(spark, 0)
     for hour in range(1, HOURS):
         results.append(qc.write(_hour(spark, hour), path, mode="append"))
@@ -130,7 +139,6 @@ def test_optimize_merges_revisions_into_one(
     )
 
 
-
 def _events(spark: Any, hour: int) -> Any:
     """400 events of one hour, users in [0, 1000)."""
     return spark.range(400, numPartitions=1).selectExpr(
@@ -147,10 +155,18 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     revision: no revision is opened, the rows and every sample stay the same, and a small
     sample opens fewer bytes than before it (issue 20: every small append's file holds root
     rows, so every sample opened every file). The option, given to one append that keeps
-    the table's revision, is kept with the table for the appends after it."""
+    the table's revision, is kept with the table for the appends after it (the table was
+    created with it off)."""
     path = str(tmp_path / "t")
-    results = [qc.write(_events(spark, 0), path, columnsToIndex="event_time,user_id",
-                        cubeSize=1000)]
+    results = [
+        qc.write(
+            _events(spark, 0),
+            path,
+            columnsToIndex="event_time,user_id",
+            cubeSize=1000,
+            autoCompact="false",
+        )
+    ]
     data = _events(spark, 0)
     for hour in range(1, 6):
         options = {"autoCompact": "true"} if hour == 2 else {}
@@ -172,6 +188,9 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     commit = [a for v, a in log_actions(path) if v == done.version]
     info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
     assert info["tags"] == {"qbeast.autoCompaction": "true"}
+    # the compaction's files are one run, named after its txnId
+    run = info["txnId"].replace("-", "")[:12]
+    assert all(a["add"]["path"].startswith(f"run-{run}-") for a in commit if "add" in a)
     assert not any("txn" in a or "metaData" in a for a in commit)
     changes = [a[k] for a in commit for k in ("add", "remove") if k in a]
     assert len(changes) == 4 + done.added_files and all(c["dataChange"] is False for c in changes)
@@ -189,6 +208,7 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     )
     small = table.explainScan(fraction=0.01, versionAsOf=done.version)
     assert small.selected_files == 1
-    assert small.selected_bytes < table.explainScan(
-        fraction=0.01, versionAsOf=results[3].version
-    ).selected_bytes
+    assert (
+        small.selected_bytes
+        < table.explainScan(fraction=0.01, versionAsOf=results[3].version).selected_bytes
+    )

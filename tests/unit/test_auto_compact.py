@@ -19,10 +19,17 @@ from qbeast_connect.rules.auto_compact import (
     MIN_FILE_SIZE_DEFAULT,
     MIN_NUM_FILES_DEFAULT,
     AutoCompactSettings,
+    Run,
     covers,
+    eligible_runs,
     files_to_compact,
+    run_file_name,
+    run_id_of,
+    run_key,
+    runs_to_merge,
     settings_of,
     stored_configuration,
+    tier_of,
 )
 
 SPECS = parse_columns_to_index("t,user")
@@ -112,16 +119,117 @@ def test_the_latest_revision_covers_the_revisions_headroom_grew_from() -> None:
     assert not covers(revs[2], other)
 
 
-def test_compaction_is_due_when_enough_small_files_hold_root_rows() -> None:
-    small = [_file(f"s{i}", 1 + i % 3, 500) for i in range(3)]
-    big = _file("big", 3, 5000)
-    deep = _file("deep", 3, 400, cubes=("A", "Aw"))
-    # three small files hold root rows: every small file is rewritten, the big one never
-    assert files_to_compact(_snapshot([*small, big, deep]), ON) == ("s0", "s1", "s2", "deep")
-    # two are not enough (the deep file holds no root rows)
-    assert files_to_compact(_snapshot([*small[:2], big, deep]), ON) == ()
-    # off: nothing, whatever the files
-    assert files_to_compact(_snapshot([*small, big]), AutoCompactSettings()) == ()
+def test_tiers_are_floor_log_fanout_of_the_bytes() -> None:
+    assert [tier_of(n, 4) for n in (0, 3, 4, 15, 16, 63, 64, 1023, 1024)] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        4,
+        5,
+    ]
+    # a fan-out below 2 would never move a run up: it counts as 2
+    assert tier_of(8, 1) == tier_of(8, 2) == 3
+
+
+def test_a_writes_files_are_one_run_and_another_file_a_run_of_its_own() -> None:
+    assert run_id_of("3f2c1a9e-1111-4222-8333-123456789abc") == "3f2c1a9e1111"
+    assert run_id_of("") is None and run_id_of("abc-def") is None
+    name = run_file_name("ab12", "u-1")
+    assert name == "run-ab12-u-1.parquet"
+    assert run_key(name) == run_key("run-ab12-other.parquet") == "run-ab12"
+    assert run_key("t_partition=2024-01-01/run-ab12-x.parquet") == "t_partition=2024-01-01/run-ab12"
+    assert run_key("0a1b-uuid.parquet") == "0a1b-uuid.parquet"
+    assert run_key("run-.parquet") == "run-.parquet"  # no run id: a file of its own
+
+
+def _runs(*sizes: int) -> list[Run]:
+    return [Run(f"r{i}", (f"r{i}",), size) for i, size in enumerate(sizes)]
+
+
+def test_the_lowest_full_tier_merges_and_cascades_into_the_tier_it_completes() -> None:
+    # tiers at k=4: 5 -> 1; 20 -> 2 (16..63); 70 -> 3 (64..255); 300 -> 4
+    runs = _runs(5, 20, 20, 20, 70, 70, 70, 300)
+    assert runs_to_merge(runs, 4) == ()  # no tier holds 4 runs
+    runs.append(Run("new", ("new",), 20))
+    chosen = runs_to_merge(runs, 4)
+    # the four 20s make 80 (tier 3), the fourth run of tier 3: those three join; 290 is
+    # tier 4, which holds one run, so the cascade stops; the 5 and the 300 stay
+    assert [r.key for r in chosen] == ["r1", "r2", "r3", "new", "r4", "r5", "r6"]
+    assert runs_to_merge(_runs(20, 20, 20, 20, 70, 70), 4) == tuple(_runs(20, 20, 20, 20))
+    # the lowest full tier goes first
+    assert [r.size for r in runs_to_merge(_runs(70, 70, 70, 70, 2, 2, 2, 2), 4)] == [2, 2, 2, 2]
+
+
+def test_files_to_compact_picks_whole_runs_of_small_covered_files() -> None:
+    files = [
+        _file("a.parquet", 3, 20),
+        _file("b.parquet", 1, 21),
+        _file("c.parquet", 2, 22),
+        # one run of 9 + 10 = 19 bytes, tier 2 as the appended files
+        _file("run-r1-x.parquet", 3, 9),
+        _file("run-r1-y.parquet", 3, 10),
+        # a run of 2 x 600 bytes: not small (min_file_size 1000), never rewritten
+        _file("run-big-x.parquet", 3, 600),
+        _file("run-big-y.parquet", 3, 600),
+    ]
+    four = AutoCompactSettings(enabled=True, min_file_size=1000, min_num_files=4)
+    assert sorted(files_to_compact(_snapshot(files), four)) == [
+        "a.parquet",
+        "b.parquet",
+        "c.parquet",
+        "run-r1-x.parquet",
+        "run-r1-y.parquet",
+    ]
+    assert [r.key for r in eligible_runs(_snapshot(files), four)] == [
+        "a.parquet",
+        "b.parquet",
+        "c.parquet",
+        "run-r1",
+    ]
+    # the many files of one write (a first write) are one run: with 3 appended runs in its
+    # tier, nothing is due (each file a run of its own would make 8, and rewrite them)
+    first = [_file(f"run-w1-{i}.parquet", 3, 20) for i in range(5)]
+    appended = [_file(f"run-a{i}-0.parquet", 3, 20) for i in range(3)]
+    assert files_to_compact(_snapshot([*first, *appended]), four) == ()
+    # three runs in the tier: not due; off: nothing, whatever the files
+    assert files_to_compact(_snapshot(files[1:]), four) == ()
+    assert files_to_compact(_snapshot(files), AutoCompactSettings()) == ()
+
+
+def _simulate(appends: int, size: int, fanout: int) -> tuple[float, int, int, list[int]]:
+    """``appends`` appends of ``size`` bytes, each followed by the compaction the policy
+    picks: rows rewritten per row appended, compactions, most runs, the sizes left."""
+    runs: list[Run] = []
+    rewritten = compactions = most = 0
+    for i in range(appends):
+        runs.append(Run(f"a{i}", (f"a{i}",), size))
+        chosen = runs_to_merge(runs, fanout)
+        if chosen:
+            merged = sum(r.size for r in chosen)
+            rewritten += merged
+            compactions += 1
+            keys = {r.key for r in chosen}
+            runs = [r for r in runs if r.key not in keys] + [Run(f"c{i}", (f"c{i}",), merged)]
+        most = max(most, len(runs))
+    return rewritten / (appends * size), compactions, most, sorted(r.size for r in runs)
+
+
+def test_write_amplification_is_logarithmic_over_1000_appends() -> None:
+    amplification, compactions, most, left = _simulate(1000, 400, 4)
+    # each row is rewritten 3.04 times on average (log_4(1000) = 4.98), never the table
+    assert amplification == pytest.approx(3.04)
+    assert compactions == 250 and most == 14
+    assert left == [1600, 1600, 6400, 6400, 25600, 25600, 25600, 102400, 102400, 102400]
+    assert sum(left) == 400 * 1000
+    # tenfold the appends: the amplification grows by log_4(10) = 1.66 at most, not 10x
+    ten, _, most_ten, _ = _simulate(10_000, 400, 4)
+    assert 3.04 < ten <= 3.04 + 1.67 and most_ten <= 3 * 8 + 1
+    # a wider fan-out rewrites less and keeps more runs
+    assert _simulate(1000, 400, 8)[:3] == (pytest.approx(2.288), 125, 21)
 
 
 def test_files_of_revisions_the_latest_does_not_cover_stay() -> None:
@@ -203,3 +311,45 @@ def test_an_append_given_the_options_keeps_them_with_the_table() -> None:
     assert stored == {**table, "qbeast.autoCompact": "true"}
     assert stored_configuration(stored, props.table_properties) is None  # already kept
     assert stored_configuration(table, {}) is None
+
+
+def test_a_new_table_stores_auto_compaction_on_and_an_existing_one_keeps_its_own() -> None:
+    from qbeast_connect.rules.table_config import write_configuration
+
+    revision = _revisions()[0]
+    created = write_configuration({}, revision, None, parse_write_options({}), False)
+    assert created["qbeast.autoCompact"] == "true"
+    assert settings_of(created) == AutoCompactSettings(
+        True, MIN_FILE_SIZE_DEFAULT, MIN_NUM_FILES_DEFAULT
+    )
+    # a table property turns it off at creation
+    off = parse_write_options({"autoCompact": "false"})
+    assert write_configuration({}, revision, None, off, False)["qbeast.autoCompact"] == "false"
+    # a table created before (no property) stays off, on append and on overwrite
+    old = {"qbeast.lastRevisionID": "1", "cubeSize": "50"}
+    for appending in (True, False):
+        kept = write_configuration(old, revision, None, parse_write_options({}), appending)
+        assert "qbeast.autoCompact" not in kept and not settings_of(kept).enabled
+
+
+def test_index_metrics_show_how_far_the_table_is_from_its_compacted_shape() -> None:
+    from qbeast_connect.metrics import compute_index_metrics
+
+    def top(name: str, revision: int, size: int) -> IndexFile:
+        return IndexFile(name, size, 0, revision, (Block("", -(2**31), 2**31 - 1, 30),), 30)
+
+    files = [top(f"run-a{i}-0.parquet", 1 + i % 3, 500) for i in range(4)]
+    snapshot = _snapshot(files)
+    on = QbeastSnapshot({**snapshot.configuration, "qbeast.autoCompact": "true"}, snapshot.files, 7)
+    metrics = compute_index_metrics(on)
+    assert metrics.auto_compact is True
+    assert (metrics.small_runs, metrics.compaction_due_files) == (4, 4)
+    assert metrics.revisions_with_files == 3
+    # every file holds root rows of least weight: a 1% sample reads them all; one optimized
+    # tree of 120 rows (cube size 50) has bands [0, 1/2) and [1/2, 1]: it would read half
+    assert (metrics.sample_bytes, metrics.sample_bytes_optimized) == (2000, 1000)
+    assert "a compaction of 4 files is due" in str(metrics)
+    # a table without the property (created before): off, nothing due, runs still counted
+    old = compute_index_metrics(snapshot)
+    assert (old.auto_compact, old.small_runs, old.compaction_due_files) == (False, 4, 0)
+    assert old.to_dict()["auto_compact"] is False

@@ -274,6 +274,8 @@ def test_configuration_of_a_new_table() -> None:
         "tableFormat": "delta",
         "columnStats": '{"x_min": 0}',
         "delta.checkpointInterval": "4",
+        # tables created from issue 35 on compact their small appends (off: autoCompact=false)
+        "qbeast.autoCompact": "true",
     }
 
 

@@ -1,0 +1,110 @@
+"""Automatic compaction is on by default for new tables, in size tiers (issue 35): small
+appends with no option merge into runs, every sample stays exact and opens fewer bytes,
+and a table created with ``autoCompact=false`` (or before this version) keeps its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import qbeast_connect as qc
+from tests.spark.helpers import latest_configuration, log_actions, spark_digest
+
+START = 1_704_067_200  # 2024-01-01 00:00:00 UTC, in seconds
+COLUMNS = "event_time,user_id"
+
+
+def _events(spark: Any, hour: int) -> Any:
+    """400 events of one hour, users in [0, 1000)."""
+    return spark.range(400, numPartitions=1).selectExpr(
+        f"timestamp_seconds({START} + {hour} * 3600 + pmod(hash(id, {hour}, 1), 3600)) "
+        "AS event_time",
+        f"cast(pmod(hash(id, {hour}, 2), 1000) AS int) AS user_id",
+        f"concat('event-', {hour}, '-', id) AS payload",
+    )
+
+
+def _appends(spark: Any, path: str, hours: int, **options: Any) -> list[Any]:
+    results = [qc.write(_events(spark, 0), path, columnsToIndex=COLUMNS, cubeSize=1000, **options)]
+    for hour in range(1, hours):
+        results.append(qc.write(_events(spark, hour), path, mode="append"))
+    return results
+
+
+def test_small_appends_with_default_settings_merge_in_size_tiers(
+    spark: Any, tmp_path: Path
+) -> None:
+    """8 hourly appends of 400 rows, no compaction option: the table is created with
+    ``qbeast.autoCompact=true``; the 4th and the 8th write each complete a tier of 4 runs
+    (one file each) and merge them into one run of 1,600 rows (files named after the run),
+    so each row is rewritten once and the table ends as 2 runs. The table without
+    compaction keeps its 8 appended files; both hold the same rows and samples."""
+    compacted = str(tmp_path / "default")
+    plain = str(tmp_path / "off")
+    results = _appends(spark, compacted, 8)
+    plain_results = _appends(spark, plain, 8, autoCompact="false")
+    assert latest_configuration(compacted)["qbeast.autoCompact"] == "true"
+    assert latest_configuration(plain)["qbeast.autoCompact"] == "false"
+    assert all(r.compaction is None for r in plain_results)
+
+    done = [(i, r.compaction) for i, r in enumerate(results) if r.compaction is not None]
+    assert [i for i, _ in done] == [3, 7]
+    for i, compaction in done:
+        assert compaction.skipped is None and compaction.version == results[i].version + 1
+        assert (compaction.removed_files, compaction.rows) == (4, 1600)
+    rewritten = sum(c.rows for _, c in done)
+    assert rewritten / (8 * 400) == 1.0
+
+    table = qc.QbeastTable.forPath(spark, compacted)
+    runs: dict[str, int] = {}
+    for f in table.snapshot.files:
+        assert f.path.startswith("run-")
+        key = f.path.split("-")[1]
+        runs[key] = runs.get(key, 0) + sum(b.element_count for b in f.blocks)
+    assert sorted(runs.values()) == [1600, 1600]
+    # each run is the files of one compaction commit, tagged with its id
+    for _, compaction in done:
+        commit = [a for v, a in log_actions(compacted) if v == compaction.version]
+        info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
+        assert info["tags"] == {"qbeast.autoCompaction": "true"}
+        assert info["txnId"].replace("-", "")[:12] in runs
+        assert not any("metaData" in a for a in commit)  # no revision opened
+    # no compaction opened a revision: the same revisions as without compaction
+    off = qc.QbeastTable.forPath(spark, plain)
+    assert table.revisionIDs() == off.revisionIDs()
+    assert len(off.snapshot.files) == 8
+
+    data = _events(spark, 0)
+    for hour in range(1, 8):
+        data = data.unionByName(_events(spark, hour))
+    assert spark_digest(table.toDF()) == spark_digest(data)
+    assert spark_digest(table.sample(0.1)) == spark_digest(off.sample(0.1))
+    assert spark_digest(table.sample(0.1)) == spark_digest(
+        data.filter("hash(event_time, user_id) < -1717986918")  # weight(0.1)
+    )
+    # a 1% sample opens fewer bytes than on the table without compaction
+    sample = table.explainScan(fraction=0.01)
+    plain_sample = off.explainScan(fraction=0.01)
+    assert sample.selected_files < plain_sample.selected_files == 8
+    assert sample.selected_bytes < plain_sample.selected_bytes
+
+
+def test_micro_batches_of_a_new_table_are_compacted_by_default(spark: Any, tmp_path: Path) -> None:
+    """The streaming batch writer creates the table with compaction on: its 4th batch
+    merges the 4 batches' files into one run."""
+    path = str(tmp_path / "t")
+    write = qc.qbeast_batch_writer(path, txnAppId="app-1", columnsToIndex=COLUMNS, cubeSize=1000)
+    compactions = []
+    for batch in range(4):
+        write(_events(spark, batch), batch)
+        assert write.last_result is not None
+        compactions.append(write.last_result.compaction)
+    assert compactions[:3] == [None, None, None]
+    last = compactions[3]
+    assert last is not None and (last.removed_files, last.rows) == (4, 1600)
+    table = qc.QbeastTable.forPath(spark, path)
+    assert latest_configuration(path)["qbeast.autoCompact"] == "true"
+    assert table.toDF().count() == 1600
+    # one run left: the compaction's files
+    assert all(f.path.startswith("run-") for f in table.snapshot.files)
+    assert len({f.path.split("-")[1] for f in table.snapshot.files}) == 1
