@@ -443,6 +443,10 @@ class QbeastDataSource(DataSource):
     def schema(self) -> StructType:
         if is_catalog_create(self.options):
             return self._catalog_schema()
+        if not str(self.options.get("path") or "").strip():
+            # .load() without a path: a wrong call (reads and writes of a catalog table
+            # without a recorded location are refused in reader()/writer())
+            raise InvalidOptionError(location_unknown_error().message)
         path = _require_path(self.options)
         with storage_scope(self.options):
             snapshot = read_delta_snapshot(path, self._version())
