@@ -1,14 +1,17 @@
-"""Named qbeast tables from SQL text alone (issue #34, first part).
+"""Named qbeast tables from SQL text alone (issue #34).
 
 A plain ``pyspark`` Connect client, in a process that never imports qbeast-connect, sends
 only SQL to a server with the plugin installed: ``CREATE TABLE ... USING qbeast LOCATION``
-over an existing table, ``SELECT`` with and without a filter, ``INSERT INTO``,
-``DESCRIBE``, ``DROP TABLE`` (the files stay). Its answers are checked against
-``deltalake`` reading the same table.
+over an existing table or a new one (columns in the option ``schema``), ``SELECT`` with
+and without a filter, ``TABLESAMPLE``, ``INSERT INTO``, ``INSERT OVERWRITE``,
+``DESCRIBE``, ``DROP TABLE`` (the files stay), and the statements Spark cannot route to a
+Python data source (a column list, ``AS SELECT``, no ``LOCATION``), which fail with the
+supported form. Answers are checked against ``deltalake`` reading the same table.
 
 Spark gives a Python data source the catalog's options (the location) only when
-``CREATE TABLE`` asks it for the schema; the plugin records the location in that schema,
-which Spark hands to every later read and write (``server_plugin.qbeast_format``).
+``CREATE TABLE`` asks it for the schema; the plugin records the location and the write
+options in that schema, which Spark hands to every later read and write
+(``server_plugin.catalog_tables``).
 """
 
 from __future__ import annotations
@@ -89,8 +92,9 @@ def test_sql_text_alone_creates_reads_inserts_and_drops(
     table = deltalake_table(path)
     assert table.num_rows == 1050
     assert pc.sum(table.column("x")).as_py() == 999000 + inserted
-    # a column list keeps the schema call, so the location is not known: a clear error
-    assert "without a column list" in out["columns_read"]
+    # a column list skips the schema call, so the location is not known: a clear error
+    assert "QBEAST_UNSUPPORTED_OPERATION" in out["columns_read"]
+    assert "option schema" in out["columns_read"]
 
 
 def test_for_name_opens_a_catalog_table(remote_spark: Any, tmp_path: Path) -> None:
@@ -115,3 +119,151 @@ def test_for_name_opens_a_catalog_table(remote_spark: Any, tmp_path: Path) -> No
         remote_spark.sql("DROP TABLE IF EXISTS named_events")
     with pytest.raises(qc.TableNotFoundError, match="no table 'nope_events'"):
         qc.QbeastTable.forName(remote_spark, "nope_events")
+
+
+_NEW_TABLE_CLIENT = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+
+    url, root = sys.argv[1], sys.argv[2]
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    out = {}
+
+    def run(key, sql):
+        try:
+            out[key] = [list(r) for r in spark.sql(sql).collect()]
+        except Exception as exc:
+            out[key] = "ERROR: " + str(exc)
+
+    stats = '{"id_min": 0, "id_max": 1000, "x_min": 0, "x_max": 1}'
+    run("create", f\"\"\"CREATE TABLE sql_new USING qbeast OPTIONS (
+        schema 'id BIGINT, x DOUBLE, name STRING',
+        columnsToIndex 'id,x', cubeSize '50', columnStats '{stats}')
+        LOCATION '{root}/new'\"\"\")
+    run("empty", "SELECT count(*) FROM sql_new")
+    run("describe", "DESCRIBE TABLE sql_new")
+    run("insert", "INSERT INTO sql_new SELECT id, id / 1000.0, concat('n', id) FROM range(0, 500)")
+    run("values", "INSERT INTO sql_new VALUES (900, 0.5, 'v')")
+    run("all", "SELECT count(*), sum(id), sum(x) FROM sql_new")
+    run("filtered", "SELECT count(*), sum(id) FROM sql_new WHERE id BETWEEN 100 AND 199")
+    run("named", "SELECT name FROM sql_new WHERE id = 900")
+    run("sample", "SELECT id FROM sql_new TABLESAMPLE (20 PERCENT)")
+    run("outside", "INSERT INTO sql_new VALUES (5000, 0.5, 'out')")
+    run("after_outside", "SELECT count(*) FROM sql_new")
+    run("overwrite", "INSERT OVERWRITE sql_new SELECT id, 0.25, 'o' FROM range(0, 100)")
+    run("overwritten", "SELECT count(*), sum(id), sum(x) FROM sql_new")
+    # the errors: a column list, AS SELECT, no LOCATION, no columns for a new table,
+    # columns that are not the existing table's
+    run("cols_create", f"CREATE TABLE sql_cols (id BIGINT) USING qbeast LOCATION '{root}/cols'")
+    run("cols_read", "SELECT * FROM sql_cols")
+    run("cols_insert", "INSERT INTO sql_cols VALUES (1)")
+    run("ctas", f\"\"\"CREATE TABLE sql_ctas USING qbeast OPTIONS (columnsToIndex 'id',
+        columnStats '{{"id_min": 0, "id_max": 9}}') LOCATION '{root}/ctas'
+        AS SELECT id FROM range(5)\"\"\")
+    run("managed", f"CREATE TABLE sql_managed USING qbeast OPTIONS (schema 'id BIGINT', "
+        f"columnsToIndex 'id', columnStats '{{\\"id_min\\": 0, \\"id_max\\": 9}}')")
+    run("no_schema", f"CREATE TABLE sql_noschema USING qbeast LOCATION '{root}/none'")
+    run("no_stats", f"CREATE TABLE sql_nostats USING qbeast OPTIONS (schema 'id BIGINT', "
+        f"columnsToIndex 'id') LOCATION '{root}/nostats'")
+    run("mismatch", f"CREATE TABLE sql_bad USING qbeast OPTIONS (schema 'id INT') "
+        f"LOCATION '{root}/new'")
+    run("tables", "SHOW TABLES")
+    run("drop", "DROP TABLE sql_new")
+    run("drop_cols", "DROP TABLE sql_cols")
+    run("tables_after", "SHOW TABLES")
+    out["imported"] = sorted(m for m in sys.modules if m.startswith(("qbeast", "server_plugin")))
+    print(json.dumps(out))
+    """
+)
+
+
+def test_sql_text_alone_creates_a_new_table(
+    remote_spark: Any, remote_url: str, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _NEW_TABLE_CLIENT, remote_url, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["imported"] == []
+    assert out["create"] == [] and out["empty"] == [[0]]
+    assert [row[:2] for row in out["describe"]] == [
+        ["id", "bigint"],
+        ["x", "double"],
+        ["name", "string"],
+    ]
+    assert out["insert"] == [] and out["values"] == []
+    ids = [*range(500), 900]
+    count, total, xs = out["all"][0]
+    assert (count, total) == (501, sum(ids))
+    assert xs == pytest.approx(sum(i / 1000 for i in range(500)) + 0.5)
+    assert out["filtered"] == [[100, sum(range(100, 200))]]
+    assert out["named"] == [["v"]]
+    sampled = [row[0] for row in out["sample"]]
+    assert 0 < len(sampled) < 501 and set(sampled) <= set(ids)
+    # a row outside the space the options fixed is refused, and nothing is written
+    assert "QBEAST_INVALID_OPTION" in out["outside"] and "outside the space" in out["outside"]
+    assert out["after_outside"] == [[501]]
+    assert out["overwrite"] == []
+    assert out["overwritten"] == [[100, sum(range(100)), 25.0]]
+
+    # deltalake reads what SQL wrote: the rows, and the index the options asked for
+    path = tmp_path / "new"
+    table = deltalake_table(str(path))
+    assert table.num_rows == 100
+    assert pc.sum(table.column("id")).as_py() == sum(range(100))
+    assert sorted(set(table.column("name").to_pylist())) == ["o"]
+    qt = qc.QbeastTable.forPath(remote_spark, str(path))
+    assert qt.indexedColumns() == ["id", "x"]
+    assert qt.cubeSize() == 50
+    # the catalog's records stay out of the Delta log
+    log = "".join(p.read_text() for p in sorted((path / "_delta_log").glob("*.json")))
+    assert "qbeast.location" not in log and "qbeast.options" not in log
+
+    unsupported = "QBEAST_UNSUPPORTED_OPERATION"
+    assert out["cols_create"] == []  # Spark runs no code of the source here
+    for key in ("cols_read", "cols_insert", "ctas"):
+        assert unsupported in out[key] and "option schema" in out[key], key
+    assert unsupported in out["managed"] and "needs LOCATION" in out["managed"]
+    assert "QBEAST_TABLE_NOT_FOUND" in out["no_schema"] and "option schema" in out["no_schema"]
+    assert "QBEAST_INVALID_OPTION" in out["no_stats"] and "columnStats" in out["no_stats"]
+    assert "QBEAST_SCHEMA_MISMATCH" in out["mismatch"]
+    # the failed CREATEs left no table behind, in the catalog or on disk
+    assert sorted(row[1] for row in out["tables"]) == ["sql_cols", "sql_new"]
+    for name in ("ctas", "none", "nostats", "cols"):
+        assert not (tmp_path / name).exists(), name
+    # DROP TABLE forgets the name and keeps the files (the tables are external)
+    assert out["drop"] == [] and out["drop_cols"] == []
+    assert [row[1] for row in out["tables_after"]] == []
+    assert deltalake_table(str(path)).num_rows == 100
+
+
+def test_write_to_a_named_table(remote_spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "named_write")
+    first = remote_spark.range(300).selectExpr("id", "id % 5 as x")
+    remote_spark.sql("DROP TABLE IF EXISTS qc_named")
+    try:
+        with pytest.raises(qc.TableNotFoundError, match="give its location"):
+            qc.write(first, table="qc_named", columnsToIndex="id,x")
+        qc.write(first, path, table="qc_named", columnsToIndex="id,x", cubeSize=100)
+        # the new name is in the catalog: SQL reads it
+        row = remote_spark.sql("SELECT count(*), sum(id) FROM qc_named").collect()[0]
+        assert tuple(row) == (300, sum(range(300)))
+        more = remote_spark.range(300, 400).selectExpr("id", "id % 5 as x")
+        qc.writer(more).mode("append").saveAsTable("qc_named")  # at the table's location
+        assert deltalake_table(path).num_rows == 400
+        assert qc.QbeastTable.forName(remote_spark, "qc_named").toDF().count() == 400
+        with pytest.raises(qc.InvalidOptionError, match="not at"):
+            qc.write(more, str(tmp_path / "elsewhere"), table="qc_named", mode="append")
+        with pytest.raises(qc.InvalidOptionError, match="table name"):
+            qc.write(more, table="qc_named; DROP TABLE x", mode="append")
+        with pytest.raises(qc.InvalidOptionError, match="path"):
+            qc.write(more)
+    finally:
+        remote_spark.sql("DROP TABLE IF EXISTS qc_named")
+    assert deltalake_table(path).num_rows == 400
+    assert not (tmp_path / "elsewhere").exists()

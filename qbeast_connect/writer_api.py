@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from qbeast_connect.options import parse_mode, parse_write_options
+from qbeast_connect.exceptions import InvalidOptionError
+from qbeast_connect.options import WriteMode, WriteOptions, parse_mode, parse_write_options
 from qbeast_connect.spark.auto_compact import compact_after_append
 from qbeast_connect.spark.write import run_write
 from qbeast_connect.write_plan import WriteResult
@@ -23,8 +24,9 @@ __all__ = ["DataFrameQbeastWriter", "WriteResult", "write", "writer"]
 
 def write(
     df: DataFrame,
-    path: str,
+    path: str | None = None,
     *,
+    table: str | None = None,
     columnsToIndex: str | None = None,  # noqa: N803 - qbeast-spark option names
     cubeSize: int | None = None,  # noqa: N803
     columnStats: str | Mapping[str, Any] | None = None,  # noqa: N803
@@ -39,6 +41,10 @@ def write(
         df: the data (a Spark Connect DataFrame).
         path: the table location, as the server sees it (relative: to the server's
             working directory; see ``qbeast_connect.paths``).
+        table: a name in the server's catalog (``"events"``, ``"db.events"``): a table the
+            catalog knows is written at its location; a new name needs ``path`` too and
+            is registered after the write (``CREATE TABLE name USING qbeast LOCATION``),
+            so SQL from any Connect client reads it.
         columnsToIndex: ``"a,b"`` or ``"a:linear,b:hashing,c:quantiles"`` (``hash`` is
             accepted for ``hashing``). Required to create a table; on append it defaults to
             the table's columns.
@@ -62,7 +68,9 @@ def write(
         A :class:`WriteResult`.
 
     Raises:
-        InvalidOptionError: bad options (reported before any Spark job runs).
+        InvalidOptionError: bad options (reported before any Spark job runs), neither
+            ``path`` nor ``table``, or a ``path`` that is not the named table's location.
+        TableNotFoundError: a ``table`` the catalog does not know, without ``path``.
         TableAlreadyExistsError: ``errorifexists`` and a table exists at ``path``.
         SchemaMismatchError: appending data whose schema differs from the table's.
         RevisionConflictError: appending with other indexed columns than the table's.
@@ -81,9 +89,25 @@ def write(
     ):
         if value is not None:
             raw[key] = value
-    return run_write(
-        df, path, parse_mode(mode), parse_write_options(raw), compact=compact_after_append
-    )
+    return _write_named(df, path, table, parse_mode(mode), parse_write_options(raw))
+
+
+def _write_named(
+    df: DataFrame, path: str | None, table: str | None, mode: WriteMode, options: WriteOptions
+) -> WriteResult:
+    """Run the write at ``path`` or at the location of the catalog table ``table``."""
+    from qbeast_connect.spark.named_tables import register_table, write_target
+
+    register = False
+    if table is not None:
+        path, register = write_target(df.sparkSession, table, path)
+    if path is None:
+        raise InvalidOptionError("qc.write needs the table's path, or table='<name>'")
+    result = run_write(df, path, mode, options, compact=compact_after_append)
+    if register:
+        assert table is not None
+        register_table(df.sparkSession, table, path)
+    return result
 
 
 class DataFrameQbeastWriter:
@@ -117,12 +141,15 @@ class DataFrameQbeastWriter:
 
     def save(self, path: str) -> WriteResult:
         """Run the write."""
-        return run_write(
-            self._df,
-            path,
-            parse_mode(self._mode),
-            parse_write_options(self._options),
-            compact=compact_after_append,
+        return _write_named(
+            self._df, path, None, parse_mode(self._mode), parse_write_options(self._options)
+        )
+
+    def saveAsTable(self, name: str, path: str | None = None) -> WriteResult:  # noqa: N802
+        """Run the write into the catalog table ``name`` (a new name needs ``path``, see
+        :func:`write`)."""
+        return _write_named(
+            self._df, path, name, parse_mode(self._mode), parse_write_options(self._options)
         )
 
 

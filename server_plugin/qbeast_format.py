@@ -58,6 +58,17 @@ from qbeast_connect.exceptions import (
 )
 from qbeast_connect.options import parse_bool
 from qbeast_connect.rules.column_mapping import mapping_mode
+from server_plugin.catalog_tables import (
+    catalog_view,
+    check_declared_schema,
+    create_location,
+    declared_schema,
+    is_catalog_create,
+    location_unknown_error,
+    new_table_error,
+    recorded_schema,
+    table_write_options,
+)
 from server_plugin.delta.storage.scope import storage_scope, storage_settings
 from server_plugin.format_read import (
     QbeastPushdownReader,
@@ -80,41 +91,10 @@ _WRITE_HINT = (
 )
 
 
-#: The field metadata key that carries a catalog table's location in its schema: Spark
-#: gives a Python data source its catalog options (``path``/``location``) only when
-#: ``CREATE TABLE`` asks it for the schema, and later passes that schema, metadata included,
-#: to every read and write of the table, without the options.
-LOCATION_METADATA_KEY = "qbeast.location"
-
-
-def _catalog_location(schema: StructType | None) -> str | None:
-    """The location :meth:`QbeastDataSource.schema` recorded in a catalog table's schema."""
-    for field in schema.fields if schema is not None else ():
-        value = (field.metadata or {}).get(LOCATION_METADATA_KEY)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def with_catalog_location(
-    options: Mapping[str, str], schema: StructType | None
-) -> Mapping[str, str]:
-    """``options`` with ``path`` taken from a catalog table's schema when it has none."""
-    if options.get("path"):
-        return options
-    location = _catalog_location(schema)
-    return options if location is None else {**options, "path": location}
-
-
 def _require_path(options: Mapping[str, str]) -> str:
     path = options.get("path")
     if path is None or str(path).strip() == "":
-        raise InvalidOptionError(
-            "format('qbeast') needs the table location: .load(path) or .save(path); for a "
-            "table in the catalog, create it from an existing table without a column list "
-            "(CREATE TABLE name USING qbeast LOCATION '<path>'): Spark passes a Python data "
-            "source's options to the CREATE only"
-        )
+        raise location_unknown_error()
     from server_plugin.locations import resolve_location
 
     # relative paths mean the driver JVM's directory, as for Spark's own formats
@@ -421,6 +401,22 @@ class QbeastFormatWriter(DataSourceArrowWriter):
             abort_write(plan, messages, remove_dirs=self.created_root)
 
 
+def _create_empty_table(options: Mapping[str, str], schema: StructType) -> None:
+    """Commit an empty qbeast table (``CREATE TABLE ... USING qbeast OPTIONS (schema ...)``):
+    the revision the options fix, no files, as a write of no rows would."""
+    from server_plugin.locations import prepare_location
+    from server_plugin.writer import abort_write, commit_write, resolve_column_mapping
+
+    plan, _ = plan_format_write(options, schema, overwrite=False)
+    plan = resolve_column_mapping(plan)
+    created_root = prepare_location(plan.table_path, new_table=True)
+    try:
+        commit_write(plan, [])
+    except BaseException:
+        abort_write(plan, [], remove_dirs=created_root)
+        raise
+
+
 # --------------------------------------------------------------------------------------
 # the data source
 # --------------------------------------------------------------------------------------
@@ -445,6 +441,12 @@ class QbeastDataSource(DataSource):
         return _optional_int(self.options, "versionAsOf")
 
     def schema(self) -> StructType:
+        if is_catalog_create(self.options):
+            return self._catalog_schema()
+        if not str(self.options.get("path") or "").strip():
+            # .load() without a path: a wrong call (reads and writes of a catalog table
+            # without a recorded location are refused in reader()/writer())
+            raise InvalidOptionError(location_unknown_error().message)
         path = _require_path(self.options)
         with storage_scope(self.options):
             snapshot = read_delta_snapshot(path, self._version())
@@ -457,16 +459,34 @@ class QbeastDataSource(DataSource):
         # the schema and the files read come from the same version
         self._pinned_version = snapshot.version
         self._mapping_mode = mapping_mode(snapshot.metadata.configuration)
-        schema = StructType.fromJson(json.loads(snapshot.metadata.schema_string))
-        if self.options.get("provider") and self.options.get("location") and schema.fields:
-            # CREATE TABLE ... USING qbeast LOCATION: the catalog keeps this schema and
-            # hands it to later reads and writes, which get no options (LOCATION_METADATA_KEY)
-            first = schema.fields[0]
-            first.metadata = {**(first.metadata or {}), LOCATION_METADATA_KEY: path}
-        return schema
+        return StructType.fromJson(json.loads(snapshot.metadata.schema_string))
+
+    def _catalog_schema(self) -> StructType:
+        """``CREATE TABLE ... USING qbeast``: the schema the catalog keeps, with the location
+        and the write options recorded in it (``server_plugin.catalog_tables``). A new table
+        (no table at the location, columns in the option ``schema``) is created empty."""
+        from server_plugin.locations import resolve_location
+
+        path = resolve_location(create_location(self.options))
+        writes = table_write_options(self.options)
+        declared = declared_schema(self.options)
+        with storage_scope(self.options):
+            snapshot = read_delta_snapshot(path, None)
+            if snapshot is None:
+                if declared is None:
+                    raise new_table_error(path)
+                _create_empty_table({**writes, "path": path}, declared)
+                schema = declared
+            else:
+                schema = StructType.fromJson(json.loads(snapshot.metadata.schema_string))
+                check_declared_schema(declared, schema, path)
+                from qbeast_connect.options import parse_write_options
+
+                parse_write_options(writes)  # an unknown or malformed option fails the CREATE
+        return recorded_schema(schema, path, writes)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        options = with_catalog_location(self.options, schema)
+        options, _ = catalog_view(self.options, schema)
         path = _require_path(options)
         version = self._version()
         mode = getattr(self, "_mapping_mode", None)
@@ -481,10 +501,11 @@ class QbeastDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location
 
-        options = with_catalog_location(self.options, schema)
+        options, viewed = catalog_view(self.options, schema)
+        assert viewed is not None
         storage = storage_settings(options)
         with storage_scope(storage):
-            plan, skip = plan_format_write(options, schema, overwrite)
+            plan, skip = plan_format_write(options, viewed, overwrite)
             if not skip:
                 from server_plugin.writer import resolve_column_mapping
 

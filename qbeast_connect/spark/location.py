@@ -54,7 +54,7 @@ def table_location(spark: SparkSession | Any, path: str) -> str:
 
 
 #: The field metadata key in which the plugin records a catalog table's location (the
-#: plugin's ``server_plugin.qbeast_format.LOCATION_METADATA_KEY``).
+#: plugin's ``server_plugin.catalog_tables.LOCATION_METADATA_KEY``).
 CATALOG_LOCATION_KEY = "qbeast.location"
 
 
