@@ -11,7 +11,7 @@ answer. The snapshot helpers here serve the write side too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from server_plugin.delta.snapshot import DeltaSnapshot
 
 __all__ = [
+    "SAMPLE_OPTION",
     "QbeastPushdownReader",
     "QbeastScanReader",
     "add_dicts",
     "filter_to_predicate",
     "qbeast_view",
     "read_delta_snapshot",
+    "sample_columns",
+    "sample_fraction",
 ]
 
 
@@ -137,6 +140,46 @@ def filter_to_predicate(f: Any) -> Predicate | None:
 # --------------------------------------------------------------------------------------
 
 
+#: The read option of ``format("qbeast")`` that returns the rows of ``sample(fraction)``.
+SAMPLE_OPTION = "sampleFraction"
+
+
+def sample_fraction(options: Mapping[str, str]) -> float | None:
+    """The read's ``sampleFraction`` option, checked (None when absent).
+
+    Raises:
+        InvalidOptionError: not a number in (0, 1].
+    """
+    from qbeast_connect.planning.file_planner import validate_fraction
+
+    text = next((v for k, v in options.items() if k.lower() == SAMPLE_OPTION.lower()), None)
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise InvalidOptionError(
+            f"option {SAMPLE_OPTION} must be a number in (0, 1], got {text!r}"
+        ) from None
+    return validate_fraction(value)
+
+
+def sample_columns(qsnap: QbeastSnapshot, path: str) -> tuple[str, ...]:
+    """The columns whose hash is a row's weight: the latest revision's indexed columns.
+
+    Raises:
+        NotAQbeastTableError: the table has no qbeast metadata, so its rows have no weight.
+    """
+    if not qsnap.is_qbeast or qsnap.latest_revision is None:
+        from qbeast_connect.exceptions import NotAQbeastTableError
+
+        raise NotAQbeastTableError(
+            f"option {SAMPLE_OPTION} samples by the qbeast row weight, and the table at {path} "
+            "has no qbeast metadata: convert it with qbeast_connect.convertToQbeast(...) first"
+        )
+    return tuple(qsnap.latest_revision.column_names)
+
+
 class QbeastScanReader(ParquetFilesReader):
     """Reads the files of a qbeast (or plain Delta) table that the filters cannot rule out.
 
@@ -153,14 +196,20 @@ class QbeastScanReader(ParquetFilesReader):
         schema: StructType,
         storage_options: Mapping[str, str] | None = None,
         column_mapping_mode: str | None = None,
+        sample: tuple[Sequence[str], float] | None = None,
     ) -> None:
+        from qbeast_connect.planning.file_planner import weight_range_for_fraction
+
+        bound = None if sample is None else weight_range_for_fraction(sample[1])[1]
         super().__init__(
             path,
             schema,
             storage_options=storage_settings(storage_options),
             column_mapping_mode=column_mapping_mode,
+            sample=None if sample is None or bound is None else (sample[0], bound),
         )
         self.version = version
+        self.fraction = None if sample is None else sample[1]
         self.predicates: list[Predicate] = []
 
     @property
@@ -187,7 +236,9 @@ class QbeastScanReader(ParquetFilesReader):
         # Spark pushes filters with literals already of their column's type: no time zone
         # is involved in binding them to the schema.
         stats = stats_by_path(adds, snapshot.metadata.configuration, self.schema)
-        plan = plan_files(qsnap, self.predicate(), None, file_stats=stats, schema=self.schema)
+        plan = plan_files(
+            qsnap, self.predicate(), self.fraction, file_stats=stats, schema=self.schema
+        )
         keys = {add.path: key for key, add in snapshot.files.items()}
         selected = [(keys[f.path], f.size) for f in plan.files]
         # partitions() packs these with the files (a partition column's values are in the log)

@@ -38,6 +38,7 @@ __all__ = [
     "drop_rows",
     "pack_partitions",
     "relabel",
+    "sampled_rows",
     "typed_partition_values",
 ]
 
@@ -154,6 +155,19 @@ def drop_rows(batch: pa.RecordBatch, deleted: npt.NDArray[np.uint64], start: int
     return batch.filter(pa.array(keep))
 
 
+def sampled_rows(batch: pa.RecordBatch, columns: Sequence[str], bound: int) -> pa.RecordBatch:
+    """The rows of ``batch`` whose weight, Spark's ``hash`` of ``columns`` (matched
+    case-insensitively), is below ``bound``: the row filter of a qbeast sample, computed with
+    numpy over whole columns."""
+    import pyarrow as pa
+
+    from qbeast_connect.index.hashing_np import spark_hash_columns
+
+    by_lower = {name.lower(): i for i, name in enumerate(batch.schema.names)}
+    weights = spark_hash_columns([batch.column(by_lower[c.lower()]) for c in columns])
+    return batch.filter(pa.array(weights < bound))
+
+
 class ParquetFilesReader(DataSourceReader):
     """Reads files of one table through the plugin's storage.
 
@@ -171,6 +185,9 @@ class ParquetFilesReader(DataSourceReader):
             ``id`` the files (and ``partition_values``) name columns by the physical names
             in ``schema``'s field metadata; the rows are returned under ``schema``'s
             logical names.
+        sample: ``(indexed columns, weight bound)``: only the rows whose weight (Spark's
+            ``hash`` of those columns) is below the bound are returned, the rows of a
+            qbeast ``sample(f)``; None returns every row.
     """
 
     def __init__(
@@ -182,6 +199,7 @@ class ParquetFilesReader(DataSourceReader):
         storage_options: Mapping[str, str] | None = None,
         deletion_vectors: Mapping[str, Mapping[str, Any]] | None = None,
         column_mapping_mode: str | None = None,
+        sample: tuple[Sequence[str], int] | None = None,
     ) -> None:
         self.root = root
         self.schema = schema
@@ -190,6 +208,7 @@ class ParquetFilesReader(DataSourceReader):
         self.storage_options = dict(storage_options) if storage_options else None
         self.deletion_vectors = {k: dict(v) for k, v in (deletion_vectors or {}).items()}
         self.column_mapping_mode = column_mapping_mode
+        self.sample = None if sample is None else (tuple(sample[0]), int(sample[1]))
 
     def selected(self) -> list[tuple[str, int]]:
         """``(storage key, size)`` of every file the read opens (subclasses may plan them)."""
@@ -250,4 +269,8 @@ class ParquetFilesReader(DataSourceReader):
                     start += rows
                     if batch.num_rows:
                         out = conform_batch(batch, target, values)
-                        yield out if mapping is None else relabel(out, logical)
+                        out = out if mapping is None else relabel(out, logical)
+                        if self.sample is not None:
+                            out = sampled_rows(out, *self.sample)
+                        if out.num_rows:
+                            yield out

@@ -6,7 +6,10 @@ Spark's static Python data source lookup finds), and
 :func:`qbeast_connect.spark.session.register_plugin` registers it on sessions made by
 qbeast-connect as well.
 
-Reading: ``spark.read.format("qbeast").load(path)``, option ``versionAsOf``.
+Reading: ``spark.read.format("qbeast").load(path)``, options ``versionAsOf`` and
+    ``sampleFraction`` (exactly the rows of ``QbeastTable.sample(f)``, from the files the
+    index selects for that sample: Spark's own ``TABLESAMPLE``/``DataFrame.sample`` never
+    reach a Python data source, see docs/remote.md).
     The schema is the table's (from the Delta log). Filters Spark pushes (comparisons,
     ``IN``, ``IS [NOT] NULL``, ``NOT``, string prefixes) become the planner's predicate tree
     and :func:`~qbeast_connect.planning.file_planner.plan_files` picks the files, so the scan
@@ -71,10 +74,13 @@ from server_plugin.catalog_tables import (
 )
 from server_plugin.delta.storage.scope import storage_scope, storage_settings
 from server_plugin.format_read import (
+    SAMPLE_OPTION,
     QbeastPushdownReader,
     QbeastScanReader,
     qbeast_view,
     read_delta_snapshot,
+    sample_columns,
+    sample_fraction,
 )
 
 if TYPE_CHECKING:
@@ -468,7 +474,9 @@ class QbeastDataSource(DataSource):
         from server_plugin.locations import resolve_location
 
         path = resolve_location(create_location(self.options))
-        writes = table_write_options(self.options)
+        recorded = table_write_options(self.options)
+        sample_fraction(recorded)  # a sample table's fraction is checked at CREATE
+        writes = {k: v for k, v in recorded.items() if k.lower() != SAMPLE_OPTION.lower()}
         declared = declared_schema(self.options)
         with storage_scope(self.options):
             snapshot = read_delta_snapshot(path, None)
@@ -483,26 +491,41 @@ class QbeastDataSource(DataSource):
                 from qbeast_connect.options import parse_write_options
 
                 parse_write_options(writes)  # an unknown or malformed option fails the CREATE
-        return recorded_schema(schema, path, writes)
+        return recorded_schema(schema, path, recorded)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options, _ = catalog_view(self.options, schema)
         path = _require_path(options)
         version = self._version()
         mode = getattr(self, "_mapping_mode", None)
-        if mode is None:  # a schema given by the reader: the table's mapping is still needed
+        fraction = sample_fraction(options)
+        sample = None
+        if mode is None or fraction is not None:
+            # a schema given by the reader: the table's mapping is still needed; a sample
+            # needs the indexed columns of the version the files are planned at
             with storage_scope(options):
                 snapshot = read_delta_snapshot(path, version)
-            mode = "none" if snapshot is None else mapping_mode(snapshot.metadata.configuration)
-        if _flag(options, "filterPushdown", True):
-            return QbeastPushdownReader(path, version, schema, options, mode)
-        return QbeastScanReader(path, version, schema, options, mode)
+            if snapshot is None:
+                raise TableNotFoundError(f"no table at {path}")
+            mode = mapping_mode(snapshot.metadata.configuration)
+            if fraction is not None:
+                version = snapshot.version
+                sample = (sample_columns(qbeast_view(snapshot), path), fraction)
+        pushdown = _flag(options, "filterPushdown", True)
+        reader = QbeastPushdownReader if pushdown else QbeastScanReader
+        return reader(path, version, schema, options, mode, sample)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location
 
         options, viewed = catalog_view(self.options, schema)
         assert viewed is not None
+        if sample_fraction(options) is not None:
+            raise InvalidOptionError(
+                f"option {SAMPLE_OPTION} reads a sample of a table and cannot write: write to "
+                "the table itself (its path, or a catalog table created without "
+                f"{SAMPLE_OPTION})"
+            )
         storage = storage_settings(options)
         with storage_scope(storage):
             plan, skip = plan_format_write(options, viewed, overwrite)
