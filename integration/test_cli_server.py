@@ -42,6 +42,7 @@ PLAIN_CLIENT = textwrap.dedent(
     )
     df.selectExpr("id + 5000 as id", "x", "k").write.format("qbeast").mode("append").save(path)
     table = spark.read.format("qbeast").load(path)
+    spark.sql(f"CREATE TABLE cli_events USING qbeast LOCATION '{path}'").collect()
     print(json.dumps({
         "modules": sorted(m for m in sys.modules if m.split(".")[0] in
                           ("qbeast_connect", "server_plugin", "pyspark_qbeast")),
@@ -102,6 +103,14 @@ def test_cli_server_serves_the_qbeast_format_to_any_client(tmp_path: Path) -> No
         expected = 2 * sum(1 for i in range(5000) if i % 100 < 10 and i % 7 == 3)
         assert (result["count"], result["filtered"], result["again"]) == (10_000, expected, 10_000)
         assert result["version0"] == 5_000
+        # the command line finds a table by its name in the server's catalog
+        named = _cli("history", "--table", "cli_events", "--remote", url, "--json", cwd=tmp_path)
+        assert named.returncode == 0, named.stderr[-3000:]
+        assert [e["version"] for e in json.loads(named.stdout)] == [1, 0]
+        unknown = _cli("describe", "--table", "no_such_table", "--remote", url, cwd=tmp_path)
+        assert unknown.returncode == 2 and "no_such_table" in unknown.stderr, unknown.stderr
+        both = _cli("describe", table, "--table", "cli_events", "--remote", url, cwd=tmp_path)
+        assert both.returncode == 2 and "exactly one of them" in both.stderr, both.stderr
     finally:
         stopped = _cli("server", "stop", *common, cwd=tmp_path)
     assert stopped.returncode == 0 and stopped.stdout.startswith("stopped the server")

@@ -305,10 +305,29 @@ def _session(args: argparse.Namespace) -> Any:
     return qc.session(remote)
 
 
+def _target(args: argparse.Namespace) -> tuple[Any, str]:
+    """The session and the table location: the path given, or where the server's catalog
+    keeps the table ``--table`` names."""
+    from qbeast_connect.exceptions import InvalidOptionError
+
+    if (args.path is None) == (args.table is None):
+        raise InvalidOptionError(
+            "give the table's location or --table NAME (a table in the server's catalog), "
+            "exactly one of them"
+        )
+    spark = _session(args)
+    if args.table is None:
+        return spark, str(args.path)
+    from qbeast_connect.spark.location import catalog_table_location
+
+    return spark, catalog_table_location(spark, args.table)
+
+
 def _table(args: argparse.Namespace) -> Any:
     from qbeast_connect.table import QbeastTable
 
-    return QbeastTable.forPath(_session(args), args.path)
+    spark, location = _target(args)
+    return QbeastTable.forPath(spark, location)
 
 
 def _print_json(data: Any) -> None:
@@ -352,11 +371,12 @@ def _timestamp(ms: Any) -> str:
 def cmd_history(args: argparse.Namespace) -> int:
     from qbeast_connect.spark.snapshot import load_history
 
-    entries = load_history(_session(args), args.path, args.limit)
+    spark, location = _target(args)
+    entries = load_history(spark, location, args.limit)
     if not entries:
         from qbeast_connect.exceptions import TableNotFoundError
 
-        raise TableNotFoundError(f"no table at {args.path}")
+        raise TableNotFoundError(f"no table at {location}")
     if args.json:
         _print_json(entries)
         return 0
@@ -395,10 +415,9 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     import qbeast_connect as qc
 
-    version = qc.convertToQbeast(
-        _session(args), args.path, args.columns, args.cube_size, args.source_format
-    )
-    print(f"{args.path} is a qbeast table indexed on {args.columns} (version {version})")
+    spark, location = _target(args)
+    version = qc.convertToQbeast(spark, location, args.columns, args.cube_size, args.source_format)
+    print(f"{location} is a qbeast table indexed on {args.columns} (version {version})")
     return 0
 
 
@@ -500,7 +519,15 @@ def build_parser() -> argparse.ArgumentParser:
     ).set_defaults(func=cmd_server_status)
 
     remote = argparse.ArgumentParser(add_help=False)
-    remote.add_argument("path", help="table location, as the server sees it")
+    remote.add_argument(
+        "path", nargs="?", default=None, help="table location, as the server sees it"
+    )
+    remote.add_argument(
+        "--table",
+        default=None,
+        metavar="NAME",
+        help="a table in the server's catalog (CREATE TABLE ... USING qbeast), instead of a path",
+    )
     remote.add_argument(
         "--remote",
         default=None,

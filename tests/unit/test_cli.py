@@ -38,6 +38,8 @@ def test_every_command_parses() -> None:
         ["vacuum", "/t", "--retention-hours", "0", "--dry-run"],
         ["convert", "/t", "--columns", "a,b", "--cube-size", "10", "--source-format", "delta"],
         ["viz", "/t", "-o", "i.png", "--fraction", "0.1", "--where", "a < 3"],
+        ["describe", "--table", "db.events"],
+        ["optimize", "--table", "events", "--revision", "1"],
     ]
     for argv in cases:
         args = parser.parse_args(argv)
@@ -70,6 +72,15 @@ def test_qbeast_errors_print_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert code == 2
     assert err == "error: --conf takes KEY=VALUE, got 'novalue'\n"
+
+
+@pytest.mark.parametrize("argv", [["describe"], ["history", "/t", "--table", "events"]])
+def test_a_table_is_a_path_or_a_name_not_both(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # refused before any session is started
+    assert cli.main(argv) == 2
+    assert "exactly one of them" in capsys.readouterr().err
 
 
 def test_status_and_stop_without_a_server(
