@@ -17,6 +17,7 @@ as an append writes rows (weights kept, new values placed like appended ones), i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,8 @@ class MergeResult:
         num_target_rows_updated, num_target_rows_deleted, num_target_rows_inserted: rows.
         num_target_rows_copied: unchanged rows of the rewritten files, written again.
         num_removed_files, num_added_files: files.
+        num_target_files_before_skipping, num_target_files_after_skipping: the table's
+            files, and those the merge read (see :func:`_target_bounds`).
     """
 
     version: int | None
@@ -55,6 +58,8 @@ class MergeResult:
     num_target_rows_copied: int = 0
     num_removed_files: int = 0
     num_added_files: int = 0
+    num_target_files_before_skipping: int = 0
+    num_target_files_after_skipping: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,7 @@ class QbeastMergeBuilder:
         self._source_alias = getattr(plan, "_alias", None) or "source"
         self._source = source if getattr(plan, "_alias", None) else source.alias("source")
         self._condition_text = condition if isinstance(condition, str) else str(condition)
+        self._condition_sql = condition if isinstance(condition, str) else None
         self._condition = _column(condition, "the merge condition")
         self._clauses: list[_Clause] = []
 
@@ -242,12 +248,22 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     fields = table.schema.fields
     adds = {str(a.get("path")): a for a in table._state.adds}
     paths = sorted(adds)
+    before_skipping = len(paths)
+    bounds = _target_bounds(builder)
+    if bounds == _NO_TARGET_ROW:
+        paths = []
+    elif bounds is not None:
+        paths = sorted(table._candidate_paths(bounds))
     tagged = rows_with_file(
         table._spark, table.path, table.schema, [table_file(adds[p]) for p in paths], _FILE
     )
     log_path: Callable[[str | None], str | None]
     if tagged is None:  # rows not told apart by file: every file is rewritten if any changes
-        frame = table._read_files(paths).withColumn(_FILE, F.lit(None).cast("string"))
+        frame = (
+            table._read_files(paths)
+            if paths
+            else table._spark.createDataFrame([], table.schema)
+        ).withColumn(_FILE, F.lit(None).cast("string"))
         log_path = _no_file
     else:
         frame, log_path = tagged
@@ -331,6 +347,8 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
         return MergeResult(None)
     return MergeResult(
         result.version,
+        num_target_files_before_skipping=before_skipping,
+        num_target_files_after_skipping=len(paths),
         num_target_rows_updated=updated,
         num_target_rows_deleted=deleted,
         num_target_rows_inserted=inserted,
@@ -338,6 +356,93 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
         num_removed_files=len(touched),
         num_added_files=result.num_files,
     )
+
+
+_IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
+_EQUALITY = re.compile(rf"^\s*({_IDENT})\s*\.\s*({_IDENT})\s*=\s*({_IDENT})\s*\.\s*({_IDENT})\s*$")
+#: Column types whose source bounds are compared with the target's exactly as the join's
+#: equality compares them (no float -0.0/NaN, no time zone).
+_BOUNDED_TYPES = ("byte", "short", "integer", "long", "decimal", "string", "date")
+#: :func:`_target_bounds` when no target row can match any source row.
+_NO_TARGET_ROW = "FALSE"
+
+
+def _unquote(identifier: str) -> str:
+    if identifier.startswith("`"):
+        return identifier[1:-1].replace("``", "`")
+    return identifier
+
+
+def _conjuncts(text: str) -> list[str] | None:
+    """``text`` split at its top-level ``AND``s (None when it holds quotes, ``OR``s or
+    anything this split could misread)."""
+    if any(q in text for q in ("'", '"')) or re.search(r"\bor\b", text, re.IGNORECASE):
+        return None
+    if re.search(r"`[^`]*\band\b[^`]*`", text, re.IGNORECASE):
+        return None
+    if "(" in text or ")" in text:
+        return None
+    return re.split(r"\s+and\s+", text, flags=re.IGNORECASE)
+
+
+def _target_bounds(builder: QbeastMergeBuilder) -> str | None:
+    """A filter on the target that every row a source row can match satisfies, so the
+    files it rules out are not read (Delta's file skipping for MERGE).
+
+    From each top-level ``target.col = source.col`` of the condition (a condition given as
+    SQL text; same column types, of those in :data:`_BOUNDED_TYPES`), the source's smallest
+    and largest values bound the target column: a target row outside them (or NULL) can
+    equal no source row. None when nothing bounds the target, or when a NOT MATCHED BY
+    SOURCE clause needs every target row.
+    """
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.planning.predicate import quote_identifier
+    from qbeast_connect.planning.predicate.sql_render import literal_sql
+
+    if any(c.kind == "notMatchedBySource" for c in builder._clauses):
+        return None
+    text = builder._condition_sql
+    if text is None:
+        return None
+    parts = _conjuncts(text)
+    if parts is None:
+        return None
+    target_types = {f.name.lower(): f for f in builder._table.schema.fields}
+    source_types = {f.name.lower(): f for f in builder._source.schema.fields}
+    aliases = (builder._target_alias.lower(), builder._source_alias.lower())
+    pairs: dict[str, str] = {}
+    for part in parts:
+        found = _EQUALITY.match(part)
+        if found is None:
+            continue
+        a, ca, b, cb = (_unquote(g) for g in found.groups())
+        sides = {a.lower(): ca, b.lower(): cb}
+        if set(sides) != set(aliases) or a.lower() == b.lower():
+            continue
+        t = target_types.get(sides[aliases[0]].lower())
+        src = source_types.get(sides[aliases[1]].lower())
+        if t is None or src is None or t.dataType != src.dataType:
+            continue
+        kind = t.dataType.typeName()
+        if kind not in _BOUNDED_TYPES or (kind == "string" and t.dataType.simpleString() != kind):
+            continue  # a collated string's equality is not its bytes' order
+        pairs[t.name] = src.name
+    if not pairs:
+        return None
+    aggregates = []
+    for i, source_column in enumerate(pairs.values()):
+        column = F.col(quote_identifier(source_column))
+        aggregates += [F.min(column).alias(f"lo{i}"), F.max(column).alias(f"hi{i}")]
+    row = builder._source.agg(*aggregates).collect()[0]
+    leaves = []
+    for i, target_column in enumerate(pairs):
+        lo, hi = row[f"lo{i}"], row[f"hi{i}"]
+        if lo is None or hi is None:  # no non-NULL source key: no target row can match
+            return _NO_TARGET_ROW
+        name = quote_identifier(target_column)
+        leaves.append(f"{name} >= {literal_sql(lo)} AND {name} <= {literal_sql(hi)}")
+    return " AND ".join(leaves)
 
 
 def _no_file(name: str | None) -> str | None:

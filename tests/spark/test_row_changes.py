@@ -255,3 +255,68 @@ def test_merge_inserts_only_and_refuses_ambiguous_matches(spark: Any, table_path
             .whenMatchedUpdateAll()
         )
     assert qc.QbeastTable.forPath(spark, table_path).version() == 1
+
+
+def test_merge_reads_only_the_files_the_source_keys_can_match(spark: Any, table_path: str) -> None:
+    """Late events for five days (the index's ``d``): the merge skips the files whose
+    ``d`` range misses the source's, and its rows are still Spark's."""
+    _write(spark, table_path, 3000)
+    late = _rows(spark, 0, 3000).where("d between date'2024-03-01' and date'2024-03-05'")
+    source = late.selectExpr("id", "x + 0.5 as x", "d", "'late' as s").unionByName(
+        spark.range(5000, 5010).selectExpr("id", "1.0 as x", "date'2024-03-03' as d", "'new' as s")
+    )
+    result = (
+        qc.QbeastTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(source.alias("s"), "t.id = s.id AND t.d = s.d")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert result.num_target_files_after_skipping < result.num_target_files_before_skipping
+    assert result.num_target_rows_updated == late.count()
+    assert result.num_target_rows_inserted == 10
+    target = _rows(spark, 0, 3000)
+    expected = target.join(late.select("id"), "id", "left_anti").unionByName(source)
+    _check_index(spark, table_path, expected)
+
+
+def test_merge_skipping_keeps_every_row_a_clause_needs(spark: Any, table_path: str) -> None:
+    """No skipping where a NOT MATCHED BY SOURCE clause needs every target row, nor for a
+    Column condition; a source whose keys are all NULL matches nothing."""
+    _write(spark, table_path, 1000)
+    table = qc.QbeastTable.forPath(spark, table_path)
+    nulls = _source(spark, 0, 5).selectExpr("cast(null as bigint) as id", "x", "d", "s")
+    inserted = (
+        table.alias("t")
+        .merge(nulls.alias("s"), "t.id = s.id")
+        .whenMatchedDelete()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert (inserted.num_target_files_after_skipping, inserted.num_target_rows_inserted) == (0, 5)
+    by_source = (
+        qc.QbeastTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(_source(spark, 10, 20).alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"s": "'m'"})
+        .whenNotMatchedBySourceDelete("t.id >= 990")
+        .execute()
+    )
+    assert by_source.num_target_files_after_skipping == by_source.num_target_files_before_skipping
+    assert by_source.num_target_rows_deleted == 10
+    column = (
+        qc.QbeastTable.forPath(spark, table_path)
+        .alias("t")
+        .merge(_source(spark, 30, 31).alias("s"), F.expr("t.id = s.id"))
+        .whenMatchedDelete()
+        .execute()
+    )
+    assert column.num_target_files_after_skipping == column.num_target_files_before_skipping
+    expected = (
+        _rows(spark, 0, 1000)
+        .where("id < 990 AND id != 30")
+        .selectExpr("id", "x", "d", "case when id >= 10 and id < 20 then 'm' else s end as s")
+        .unionByName(nulls)
+    )
+    _check_index(spark, table_path, expected)
