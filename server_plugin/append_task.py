@@ -87,7 +87,10 @@ def plan_in_task(
     if not fits_local_trees([rows], dcs, buffer):
         raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
     counts = {CubeId.from_string(c, d): int(n) for c, n in params["existingCounts"].items()}
-    weights_map, layout = weights_and_layout(revision, estimator.finish(), counts, rows)
+    top = params.get("topRows")
+    weights_map, layout = weights_and_layout(
+        revision, estimator.finish(), counts, rows, None if top is None else int(top)
+    )
     completed = dataclasses.replace(
         plan, cube_weights=weights_map, layout=layout, append_task=None
     )

@@ -107,15 +107,16 @@ def may_use(
 
 def in_task_params(
     existing: Mapping[Any, Any], buffer_capacity: int, sample_rows: int,
-    max_rows: int = SMALL_APPEND_MAX_ROWS,
+    max_rows: int = SMALL_APPEND_MAX_ROWS, top_rows: int | None = None,
 ) -> dict[str, Any]:
     """``WritePlan.append_task`` of a one-job small append to an index whose cubes have the
     statuses ``existing``: the inner cubes' max weights (for the local tree, as the
     estimation job gets them), every cube's element count (for the existing domains) and
     the most rows the task accepts: at most ``max_rows`` (see :func:`max_rows_for`), the
     buffer capacity (one local tree) and ``sample_rows`` (the estimation would read every
-    row)."""
-    return {
+    row); ``topRows`` when the layout's top band is not the cube size (a compaction's,
+    :func:`~qbeast_connect.index.layout.compaction_top_rows`)."""
+    out: dict[str, Any] = {
         "existingWeights": {
             str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
         },
@@ -123,6 +124,9 @@ def in_task_params(
         "bufferCapacity": buffer_capacity,
         "maxRows": min(max_rows, buffer_capacity, sample_rows),
     }
+    if top_rows is not None:
+        out["topRows"] = int(top_rows)
+    return out
 
 
 def in_task_partition_params(

@@ -20,6 +20,7 @@ from tests.spark.helpers import (
     row_digest,
     spark_digest,
 )
+from tests.spark.helpers import hourly_events as _events
 
 START = 1_704_067_200  # 2024-01-01 00:00:00 UTC, in seconds
 HOURS, ROWS = 12, 50
@@ -136,16 +137,6 @@ def test_optimize_merges_revisions_into_one(
     assert spark_digest(table.filter(HOUR_FILTER)) == spark_digest(data.filter(HOUR_FILTER))
     assert spark_digest(table.sample(0.1)) == spark_digest(
         data.filter("hash(event_time, user_id) < -1717986918")
-    )
-
-
-def _events(spark: Any, hour: int) -> Any:
-    """400 events of one hour, users in [0, 1000)."""
-    return spark.range(400, numPartitions=1).selectExpr(
-        f"timestamp_seconds({START} + {hour} * 3600 + pmod(hash(id, {hour}, 1), 3600)) "
-        "AS event_time",
-        f"cast(pmod(hash(id, {hour}, 2), 1000) AS int) AS user_id",
-        f"concat('event-', {hour}, '-', id) AS payload",
     )
 
 
