@@ -28,7 +28,8 @@ def test_small_appends_with_default_settings_merge_in_size_tiers(
     """8 hourly appends of 400 rows, no compaction option: the table is created with
     ``qbeast.autoCompact=true``; the 4th and the 8th write each complete a tier of 4 runs
     (one file each) and merge them into one run of 1,600 rows (files named after the run),
-    so each row is rewritten once and the table ends as 2 runs. The table without
+    so each row is rewritten once and the table ends as 2 runs. Each run is cut by weight
+    band down to cubeSize / 32 rows, so a 1% sample opens a few percent of the bytes. The table without
     compaction keeps its 8 appended files; both hold the same rows and samples."""
     compacted = str(tmp_path / "default")
     plain = str(tmp_path / "off")
