@@ -84,7 +84,7 @@ def plan_in_task(
     rows = sum(b.num_rows for b in batches)
     if rows == 0:
         return dataclasses.replace(plan, append_task=None), batches
-    if not fits_local_trees([rows], dcs, buffer):
+    if not params.get("anyTree") and not fits_local_trees([rows], dcs, buffer):
         raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
     counts = {CubeId.from_string(c, d): int(n) for c, n in params["existingCounts"].items()}
     top = params.get("topRows")

@@ -503,7 +503,8 @@ class _Writer:
         computes the cube max weights and layout of its rows itself (see
         :mod:`qbeast_connect.spark.small_append`); None when the task declined the rows
         (nothing was committed) and the append needs the regular jobs."""
-        max_rows = small_append.max_rows_for(self.df)
+        # a compaction's input is known: rows of the latest revision's space
+        max_rows = small_append.max_rows_for(self.df, compaction=self.keep_revision)
         if self.partitioning is not None:
             # each partition grows its own tree (spark.time_partitions)
             statuses = time_partitions.partition_statuses(
@@ -516,7 +517,7 @@ class _Writer:
             existing = qsnap.cube_statuses(latest.revision_id)
             task = small_append.in_task_params(
                 existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows,
-                top_rows=self._top_rows(latest),
+                compaction=latest.desired_cube_size if self.keep_revision else None,
             )
         changed = schema_string != state.schema_string
         config = stored_configuration(state.configuration, self.options.table_properties)
