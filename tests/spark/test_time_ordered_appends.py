@@ -95,8 +95,8 @@ def test_time_ordered_appends_open_logarithmic_revisions(
     assert spark_digest(table.sample(0.1)) == spark_digest(
         data.filter("hash(event_time, user_id) < -1717986918")  # weight(0.1)
     )
-    hour = table.explainScan(HOUR_FILTER)
-    assert hour.selected_files < hour.total_files  # revisions of other hours are pruned
+    scan = table.explainScan(HOUR_FILTER)
+    assert scan.selected_files < scan.total_files  # revisions of other hours are pruned
 
 
 def test_optimize_merges_revisions_into_one(
@@ -160,7 +160,7 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     ]
     data = _events(spark, 0)
     for hour in range(1, 6):
-        options = {"autoCompact": "true"} if hour == 2 else {}
+        options: dict[str, Any] = {"autoCompact": "true"} if hour == 2 else {}
         results.append(qc.write(_events(spark, hour), path, mode="append", **options))
         data = data.unionByName(_events(spark, hour))
         if hour == 2:
@@ -169,7 +169,8 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     assert compactions[:3] == [None, None, None] and compactions[4:] == [None, None]
     done = compactions[3]
     assert done is not None and done.skipped is None
-    assert done.version == results[3].version + 1
+    appended = results[3].version
+    assert appended is not None and done.version == appended + 1
     assert (done.removed_files, done.rows) == (4, 1600)
 
     table = qc.QbeastTable.forPath(spark, path)

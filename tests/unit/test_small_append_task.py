@@ -50,7 +50,7 @@ def _batches(rows: int, seed: int, x_high: float = 100.0) -> list[pa.RecordBatch
     y = pa.array(rng.integers(0, 1_000, rows), pa.int64())
     w = pa.array(spark_hash_columns([x, y]), pa.int32())
     table = pa.table({"w": w, "c0": x, "c1": y})
-    return table.to_batches(max_chunksize=300)
+    return list(table.to_batches(max_chunksize=300))
 
 
 def _write_batches(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
