@@ -121,10 +121,11 @@ def in_task_params(
 
     ``compaction`` (the cube size) marks an automatic compaction's write: its layout cuts
     finer top bands (``topRows``, :func:`~qbeast_connect.index.layout.compaction_top_rows`)
-    and its task indexes rows that fill cubes too (``anyTree``): one local tree, as the
+    and its task (``compaction``) indexes rows that fill cubes too, in one local tree as the
     estimation job grows for one partition, so its weights are a valid estimate though not
-    the regular path's own (which may read its input in several partitions). A compaction
-    needs no bit-identical index, only a valid one, and one job instead of four."""
+    the regular path's own (which may read its input in several partitions), and checks
+    its rows against the revision's space only (``server_plugin.append_task``). A
+    compaction needs no bit-identical index, only a valid one, and one job instead of four."""
     out: dict[str, Any] = {
         "existingWeights": {
             str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
@@ -137,7 +138,7 @@ def in_task_params(
         from qbeast_connect.index.layout import compaction_top_rows
 
         out["topRows"] = compaction_top_rows(compaction)
-        out["anyTree"] = True
+        out["compaction"] = True
     return out
 
 

@@ -129,7 +129,7 @@ def test_a_compaction_task_indexes_rows_that_fill_a_cube_with_fine_top_bands() -
     revision = _revision()
     statuses = {c: _Status(w, n) for c, (w, n) in EXISTING.items()}
     task = in_task_params(statuses, 100_000, 1_000_000, compaction=2_000)
-    assert task["topRows"] == 62 and task["anyTree"] is True
+    assert task["topRows"] == 62 and task["compaction"] is True
     plan = WritePlan.from_json(
         WritePlan("/t", "append", 3, revision.to_json(), append_task=task).to_json()
     )
@@ -149,6 +149,9 @@ def test_a_compaction_task_indexes_rows_that_fill_a_cube_with_fine_top_bands() -
     assert planned.layout.to_json_value() == layout.to_json_value()
     assert planned.layout.edges == band_edges(2_500, 2_000, 62)  # 1/32 ... 1/2
     assert len(planned.layout.edges) == 5
+    # rows outside the revision's space still go to the regular path
+    with pytest.raises(SmallAppendDeclinedError, match="bounds"):
+        plan_in_task(plan, iter(_write_batches(_batches(500, seed=4, x_high=150.0))))
 
 
 def test_in_task_plan_declines_a_value_just_above_a_linear_bound() -> None:
