@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import platform
 import resource
@@ -125,7 +126,7 @@ def out_dir(default: str) -> Path:
     return Path(os.environ.get("QBEAST_BENCH_DIR", default))
 
 
-def bench_session(ui_port: int = 0, **conf: str) -> Any:
+def bench_session(ui_port: int = 0, **conf: Any) -> Any:
     """A Spark Connect session without connect or retry deadlines (a benchmark's jobs may
     run for minutes), with Spark's UI on ``ui_port`` when it is not 0."""
     import qbeast_connect as qc
@@ -196,7 +197,7 @@ def stage_tasks(port: int, before: set[tuple[int, int]]) -> dict[str, Any]:
 def executor_cpu_ms(port: int, before: set[tuple[int, int]]) -> float:
     """Executor CPU time (ms) of the stages completed since ``before``."""
     new = [s for s in ui_stages(port) if (s["stageId"], s["attemptId"]) not in before]
-    return sum(s["executorCpuTime"] for s in new) / 1e6
+    return float(sum(s["executorCpuTime"] for s in new)) / 1e6
 
 
 def load_average() -> list[float]:
@@ -231,3 +232,113 @@ def lineitem_totals(df: Any) -> tuple[Any, ...]:
     row = df.agg(F.count("*"), F.sum("l_extendedprice"), F.sum("l_quantity")).collect()[0]
     return tuple(row)
 
+
+# ------------------------------------------------------- hourly appends (issues 20 and 35)
+# bench.timeseries_append_bench and bench.default_compaction_bench: the events of an hour,
+# the reads measured on the appended tables, and one timed append.
+
+#: Session settings of the hourly-append benchmarks (their filters name UTC times).
+UTC_SESSION: dict[str, Any] = {"spark.sql.session.timeZone": "UTC"}
+
+START = 1_704_067_200  # 2024-01-01 00:00:00 UTC
+USERS = 100_000
+
+
+def hour_frame(spark: Any, hour: int, rows: int) -> Any:
+    """The events of one hour: deterministic, so the plan needs no freezing."""
+    base = START + hour * 3600
+    return spark.range(rows).selectExpr(
+        f"timestamp_seconds({base} + pmod(hash(id, {hour}, 1), 3600)) AS event_time",
+        f"pmod(hash(id, {hour}, 2), {USERS}) AS user_id",
+        f"sha2(cast(id * 1000 + {hour} AS string), 256) AS payload",
+    )
+
+
+def all_frame(spark: Any, hours: int, rows: int) -> Any:
+    """Every hour's events in one DataFrame (the same rows as the appends)."""
+    frame = spark.range(hours * rows).selectExpr(
+        f"id % {rows} AS id", f"cast(id DIV {rows} AS int) AS hour"
+    )
+    return frame.selectExpr(
+        f"timestamp_seconds({START} + hour * 3600 + pmod(hash(id, hour, 1), 3600)) AS event_time",
+        f"pmod(hash(id, hour, 2), {USERS}) AS user_id",
+        "sha2(cast(id * 1000 + hour AS string), 256) AS payload",
+    )
+
+
+def reads(hours: int) -> dict[str, dict[str, Any]]:
+    """The three reads: where/fraction arguments of ``explainScan``."""
+    mid = datetime.datetime.fromtimestamp(START + (hours // 2) * 3600, datetime.UTC)
+    end = mid + datetime.timedelta(hours=1)
+    hour_filter = (
+        f"event_time >= TIMESTAMP '{mid:%Y-%m-%d %H:%M:%S}' "
+        f"AND event_time < TIMESTAMP '{end:%Y-%m-%d %H:%M:%S}'"
+    )
+    return {
+        "sample(0.01)": {"fraction": 0.01},
+        "user_id 1%": {"where": f"user_id < {USERS // 100}"},
+        "1 hour": {"where": hour_filter},
+    }
+
+
+def measure(spark: Any, path: str, hours: int) -> dict[str, Any]:
+    """Revisions, files and the bytes each read selects."""
+    import qbeast_connect as qc
+
+    table = qc.QbeastTable.forPath(spark, path)
+    files = table.snapshot.files
+    out: dict[str, Any] = {
+        "revisions": len([r for r in table.revisionIDs() if r > 0]),
+        "revisions_with_files": len({f.revision_id for f in files}),
+        "files": len(files),
+        "bytes": sum(f.size for f in files),
+        "rows": table.toDF().count(),
+        "reads": {},
+    }
+    for name, args in reads(hours).items():
+        scan = table.explainScan(**args)
+        row: dict[str, Any] = {
+            "files": scan.selected_files,
+            "bytes": scan.selected_bytes,
+            "share": round(scan.selected_bytes / scan.total_bytes, 4),
+        }
+        if "where" in args:
+            row["rows"] = table.filter(args["where"]).count()
+        out["reads"][name] = row
+    return out
+
+
+def compare(appended: dict[str, Any], once: dict[str, Any]) -> dict[str, Any]:
+    """Ratios of the appended table's bytes to the one-write table's, per read."""
+    return {
+        name: {
+            "bytes_ratio": round(row["bytes"] / max(1, once["reads"][name]["bytes"]), 3),
+            "same_rows": row.get("rows") == once["reads"][name].get("rows"),
+        }
+        for name, row in appended["reads"].items()
+    }
+
+
+def timed_append(
+    spark: Any, path: str, hour: int, rows: int, compactions: list[dict[str, Any]],
+    mode: str = "append", **options: Any,
+) -> float:
+    """Append the events of ``hour`` to ``path`` with ``options`` and return its seconds
+    (its automatic compaction included); a compaction that ran is added to ``compactions``."""
+    import qbeast_connect as qc
+
+    started = time.perf_counter()
+    result = qc.write(hour_frame(spark, hour, rows), path, mode=mode, **options)
+    seconds = time.perf_counter() - started
+    done = result.compaction
+    if done is not None:
+        compactions.append(
+            {
+                "after_append": hour + 1,
+                "removed_files": done.removed_files,
+                "added_files": done.added_files,
+                "rows": done.rows,
+                "skipped": done.skipped,
+            }
+        )
+    return seconds

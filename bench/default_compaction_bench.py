@@ -5,8 +5,9 @@ Usage: QBEAST_BENCH_DIR=/tmp/qbeast-bench-me python -m bench.default_compaction_
            --out bench/default_compaction.json
 
 The successor of ``bench.timeseries_append_bench`` for issue 35. Two tables get the same
-``--appends`` hourly batches of ``--rows`` events (``bench.timeseries_append_bench``'s
-data, indexed on ``(event_time, user_id)``): one created with no compaction option (a new
+``--appends`` hourly batches of ``--rows`` events (:func:`bench.common.hour_frame`, as
+``bench.timeseries_append_bench``; indexed on ``(event_time, user_id)``): one created with
+no compaction option (a new
 table: automatic compaction on, at the default thresholds), one created with
 ``autoCompact="false"``. Their appends are interleaved hour by hour, alternating which goes
 first, so both pay the same load. Every ``--every`` appends, the rows so far are also
@@ -23,12 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import fresh_dir, machine
-from bench.timeseries_append_bench import all_frame, compare, hour_frame, measure
+from bench.common import UTC_SESSION, all_frame, compare, fresh_dir, machine, measure, timed_append
 
 
 def main() -> None:
@@ -44,7 +43,7 @@ def main() -> None:
     import qbeast_connect as qc
 
     spark = qc.session(
-        None, connect_timeout=None, retry_timeout=None, **{"spark.sql.session.timeZone": "UTC"}
+        None, connect_timeout=None, retry_timeout=None, **UTC_SESSION
     )
     columns = "event_time,user_id"
     default_path = fresh_dir("compaction_default")
@@ -63,13 +62,8 @@ def main() -> None:
         # warm up the server (JVM, Python workers) before any timed append
         warm = fresh_dir("compaction_warm")
         for hour in range(3):
-            qc.write(
-                hour_frame(spark, hour, args.rows),
-                warm,
-                mode="append",
-                columnsToIndex=columns,
-                cubeSize=args.cube_size,
-            )
+            timed_append(spark, warm, hour, args.rows, [], columnsToIndex=columns,
+                         cubeSize=args.cube_size)
         for hour in range(args.appends):
             order = ("default", "off") if hour % 2 == 0 else ("off", "default")
             for which in order:
@@ -79,25 +73,10 @@ def main() -> None:
                 if which == "default" and hour == 0 and args.fanout:
                     options["autoCompactMinNumFiles"] = args.fanout
                 path = default_path if which == "default" else plain_path
-                started = time.perf_counter()
-                result = qc.write(
-                    hour_frame(spark, hour, args.rows),
-                    path,
-                    mode="append" if hour else "errorifexists",
-                    **options,
+                seconds[which] += timed_append(
+                    spark, path, hour, args.rows, compactions if which == "default" else [],
+                    mode="append" if hour else "errorifexists", **options,
                 )
-                seconds[which] += time.perf_counter() - started
-                done = result.compaction
-                if which == "default" and done is not None:
-                    compactions.append(
-                        {
-                            "after_append": hour + 1,
-                            "removed_files": done.removed_files,
-                            "added_files": done.added_files,
-                            "rows": done.rows,
-                            "skipped": done.skipped,
-                        }
-                    )
             hours = hour + 1
             if hours % args.every and hours != args.appends:
                 continue

@@ -25,91 +25,19 @@ the total seconds of each table's appends (compactions included), side by side.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import fresh_dir, machine
-
-START = 1_704_067_200  # 2024-01-01 00:00:00 UTC
-USERS = 100_000
-
-
-def hour_frame(spark: Any, hour: int, rows: int) -> Any:
-    """The events of one hour: deterministic, so the plan needs no freezing."""
-    base = START + hour * 3600
-    return spark.range(rows).selectExpr(
-        f"timestamp_seconds({base} + pmod(hash(id, {hour}, 1), 3600)) AS event_time",
-        f"pmod(hash(id, {hour}, 2), {USERS}) AS user_id",
-        f"sha2(cast(id * 1000 + {hour} AS string), 256) AS payload",
-    )
-
-
-def all_frame(spark: Any, hours: int, rows: int) -> Any:
-    """Every hour's events in one DataFrame (the same rows as the appends)."""
-    frame = spark.range(hours * rows).selectExpr(
-        f"id % {rows} AS id", f"cast(id DIV {rows} AS int) AS hour"
-    )
-    return frame.selectExpr(
-        f"timestamp_seconds({START} + hour * 3600 + pmod(hash(id, hour, 1), 3600)) AS event_time",
-        f"pmod(hash(id, hour, 2), {USERS}) AS user_id",
-        "sha2(cast(id * 1000 + hour AS string), 256) AS payload",
-    )
-
-
-def reads(hours: int) -> dict[str, dict[str, Any]]:
-    """The three reads: where/fraction arguments of ``explainScan``."""
-    mid = datetime.datetime.fromtimestamp(START + (hours // 2) * 3600, datetime.UTC)
-    end = mid + datetime.timedelta(hours=1)
-    hour_filter = (
-        f"event_time >= TIMESTAMP '{mid:%Y-%m-%d %H:%M:%S}' "
-        f"AND event_time < TIMESTAMP '{end:%Y-%m-%d %H:%M:%S}'"
-    )
-    return {
-        "sample(0.01)": {"fraction": 0.01},
-        "user_id 1%": {"where": f"user_id < {USERS // 100}"},
-        "1 hour": {"where": hour_filter},
-    }
-
-
-def measure(spark: Any, path: str, hours: int) -> dict[str, Any]:
-    """Revisions, files and the bytes each read selects."""
-    import qbeast_connect as qc
-
-    table = qc.QbeastTable.forPath(spark, path)
-    files = table.snapshot.files
-    out: dict[str, Any] = {
-        "revisions": len([r for r in table.revisionIDs() if r > 0]),
-        "revisions_with_files": len({f.revision_id for f in files}),
-        "files": len(files),
-        "bytes": sum(f.size for f in files),
-        "rows": table.toDF().count(),
-        "reads": {},
-    }
-    for name, args in reads(hours).items():
-        scan = table.explainScan(**args)
-        row: dict[str, Any] = {
-            "files": scan.selected_files,
-            "bytes": scan.selected_bytes,
-            "share": round(scan.selected_bytes / scan.total_bytes, 4),
-        }
-        if "where" in args:
-            row["rows"] = table.filter(args["where"]).count()
-        out["reads"][name] = row
-    return out
-
-
-def compare(appended: dict[str, Any], once: dict[str, Any]) -> dict[str, Any]:
-    """Ratios of the appended table's bytes to the one-write table's, per read."""
-    return {
-        name: {
-            "bytes_ratio": round(row["bytes"] / max(1, once["reads"][name]["bytes"]), 3),
-            "same_rows": row.get("rows") == once["reads"][name].get("rows"),
-        }
-        for name, row in appended["reads"].items()
-    }
+from bench.common import (
+    UTC_SESSION,
+    all_frame,
+    compare,
+    fresh_dir,
+    machine,
+    measure,
+    timed_append,
+)
 
 
 def main() -> None:
@@ -130,7 +58,7 @@ def main() -> None:
         None,
         connect_timeout=None,
         retry_timeout=None,
-        **{"spark.sql.session.timeZone": "UTC"},
+        **UTC_SESSION,
     )
     try:
         columns = "event_time,user_id"
@@ -139,38 +67,13 @@ def main() -> None:
         compact_path = fresh_dir("timeseries_autocompact") if args.auto_compact else ""
         append_seconds = compact_seconds = 0.0
         compactions: list[dict[str, Any]] = []
+        options: dict[str, Any] = {"columnsToIndex": columns, "cubeSize": args.cube_size}
         for hour in range(args.appends):
-            started = time.perf_counter()
-            qc.write(
-                hour_frame(spark, hour, args.rows),
-                appended_path,
-                mode="append",
-                columnsToIndex=columns,
-                cubeSize=args.cube_size,
-            )
-            append_seconds += time.perf_counter() - started
-            if not args.auto_compact:
-                continue
-            started = time.perf_counter()
-            result = qc.write(
-                hour_frame(spark, hour, args.rows),
-                compact_path,
-                mode="append",
-                columnsToIndex=columns,
-                cubeSize=args.cube_size,
-                autoCompact="true",
-            )
-            compact_seconds += time.perf_counter() - started
-            if result.compaction is not None:
-                done = result.compaction
-                compactions.append(
-                    {
-                        "after_append": hour + 1,
-                        "removed_files": done.removed_files,
-                        "added_files": done.added_files,
-                        "rows": done.rows,
-                        "skipped": done.skipped,
-                    }
+            append_seconds += timed_append(spark, appended_path, hour, args.rows, [], **options)
+            if args.auto_compact:
+                compact_seconds += timed_append(
+                    spark, compact_path, hour, args.rows, compactions, autoCompact="true",
+                    **options,
                 )
         qc.write(
             all_frame(spark, args.appends, args.rows),

@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from qbeast_connect.exceptions import QbeastError
@@ -78,16 +79,20 @@ def plan_in_task(
         d, group_cube_size(max(1, dcs), 1), buffer, existing_max_weights=existing or None
     )
     batches: list[pa.RecordBatch] = []
-    for batch, points, weights in _qualifying_batches(revision, iterator, max_rows):
+    compaction = bool(params.get("compaction"))
+    for batch, points, weights in _qualifying_batches(revision, iterator, max_rows, compaction):
         estimator.add(points, weights)
         batches.append(batch)
     rows = sum(b.num_rows for b in batches)
     if rows == 0:
         return dataclasses.replace(plan, append_task=None), batches
-    if not fits_local_trees([rows], dcs, buffer):
+    if not compaction and not fits_local_trees([rows], dcs, buffer):
         raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
     counts = {CubeId.from_string(c, d): int(n) for c, n in params["existingCounts"].items()}
-    weights_map, layout = weights_and_layout(revision, estimator.finish(), counts, rows)
+    top = params.get("topRows")
+    weights_map, layout = weights_and_layout(
+        revision, estimator.finish(), counts, rows, None if top is None else int(top)
+    )
     completed = dataclasses.replace(
         plan, cube_weights=weights_map, layout=layout, append_task=None
     )
@@ -95,9 +100,15 @@ def plan_in_task(
 
 
 def _qualifying_batches(
-    revision: Any, iterator: Iterator[Any], max_rows: int
+    revision: Any, iterator: Iterator[Any], max_rows: int, compaction: bool = False
 ) -> Iterator[tuple[pa.RecordBatch, Any, Any]]:
     """The task's non-empty batches with their normalized points and weights.
+
+    A compaction's rows (``compaction``) are only checked against the revision's space
+    (:func:`~qbeast_connect.index.space.outside_space`, the writer's own check): they come
+    from revisions it covers, and a compaction never widens a revision, so the statistics
+    the append check mirrors (:func:`~qbeast_connect.index.append_plan.beyond_bounds`, which
+    also counts a timestamp equal to a bound as beyond) have nothing to decide.
 
     Raises:
         SmallAppendDeclinedError: more than ``max_rows`` rows, or a value beyond the
@@ -105,6 +116,7 @@ def _qualifying_batches(
     """
     from qbeast_connect.index.append_plan import beyond_bounds
     from qbeast_connect.index.normalize import normalize
+    from qbeast_connect.index.space import outside_space
 
     rows = 0
     for batch in arrow_batches(iterator):
@@ -115,7 +127,8 @@ def _qualifying_batches(
             raise SmallAppendDeclinedError(f"more than {max_rows} rows")
         columns = [batch.column(name) for name in revision.column_names]
         points = normalize(revision.transformations, columns)
-        if beyond_bounds(revision.transformations, columns, points):
+        beyond = outside_space if compaction else beyond_bounds
+        if np.asarray(beyond(revision.transformations, columns, points)).any():
             raise SmallAppendDeclinedError("a value lies beyond the revision's bounds")
         yield batch, points, batch.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False)
 

@@ -77,11 +77,13 @@ def weights_and_layout(
     input_domains: Mapping[str, float],
     existing_counts: Mapping[CubeId, Any],
     total: int,
+    top_rows: int | None = None,
 ) -> tuple[dict[str, int], FileLayout]:
     """Cube max weights from a write's domains plus the existing index's (spec §5.4, §5.5),
     and the file layout of the write's rows. ``existing_counts`` maps each cube of the
     index appended to to its :class:`~qbeast_connect.model.snapshot.CubeStatus` or its
-    element count (empty for a new index)."""
+    element count (empty for a new index); ``top_rows``: the layout's top band rows
+    (:func:`~qbeast_connect.index.layout.band_edges`; default the cube size)."""
     from qbeast_connect.index.layout import estimated_counts, plan_layout, segments_from_counts
     from qbeast_connect.model.estimation_math import existing_domains, weights_from_domains
 
@@ -95,5 +97,7 @@ def weights_and_layout(
             domains[cube] = domains.get(cube, 0.0) + value
     weights = {str(c): int(w) for c, w in weights_from_domains(domains, dcs).items()}
     counts = estimated_counts(dict(input_domains), weights, d)
-    layout = plan_layout(segments_from_counts(counts, weights, d), dcs, rows=total)
+    layout = plan_layout(
+        segments_from_counts(counts, weights, d), dcs, rows=total, top_rows=top_rows
+    )
     return weights, layout

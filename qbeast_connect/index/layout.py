@@ -54,9 +54,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "COMPACTION_BAND_DIVISOR",
     "FileLayout",
     "Segment",
     "band_edges",
+    "compaction_top_rows",
     "estimated_counts",
     "plan_layout",
     "segments_from_blocks",
@@ -73,17 +75,24 @@ MAX_BANDS = 30
 #: to the root cube's region, which every filter opens (``bench/top_bands_bench.py``).
 SAMPLE_BAND_ROWS = 65_536
 
+#: The top band of a compaction's output expects ``desiredCubeSize / COMPACTION_BAND_DIVISOR``
+#: rows (:func:`compaction_top_rows`).
+COMPACTION_BAND_DIVISOR = 32
+
 #: ``(cube, low weight, high weight, rows)``: rows of ``cube`` with weights spread
 #: uniformly over ``[low, high]``.
 Segment = tuple[str, int, int, float]
 
 
-def band_edges(rows: float, limit: int) -> tuple[int, ...]:
+def band_edges(rows: float, limit: int, top_rows: int | None = None) -> tuple[int, ...]:
     """Ascending band edges (int weights) for a write of ``rows`` rows.
 
     Band ``i`` holds weights ``edges[i-1] <= w < edges[i]`` (open-ended at both ends). The
-    edges are ``weight(2**-k)`` for ``k = K..1`` where ``K = floor(log2(rows / limit))``:
-    the top band keeps at least ``limit`` expected rows. When ``limit`` is above
+    edges are ``weight(2**-k)`` for ``k = K..1`` where ``K = floor(log2(rows / top))``,
+    ``top`` being ``top_rows`` (default ``limit``): the top band keeps at least ``top``
+    expected rows. A compaction's output passes a small ``top_rows``
+    (:func:`compaction_top_rows`): its rows join a tree many times their number, whose
+    samples want far fewer of them than ``limit``. When ``limit`` is above
     :data:`SAMPLE_BAND_ROWS`, one more edge ``weight(2**-S)``, ``S = floor(log2(rows /
     SAMPLE_BAND_ROWS))``, cuts the top band: its rows are the root cube's of least weight,
     so the root's first 64k-128k rows get files of their own, each a valid block of the root
@@ -92,15 +101,30 @@ def band_edges(rows: float, limit: int) -> tuple[int, ...]:
     """
     if limit <= 0:
         raise InvalidOptionError(f"file row limit must be positive, got {limit}")
-    if rows < 2 * limit:
+    top = limit if top_rows is None else max(1, min(limit, top_rows))
+    if rows < 2 * top:
         return ()
-    k = min(MAX_BANDS, math.floor(math.log2(rows / limit)))
+    k = min(MAX_BANDS, math.floor(math.log2(rows / top)))
     powers = list(range(k, 0, -1))
     if limit > SAMPLE_BAND_ROWS:
         sample = min(MAX_BANDS, math.floor(math.log2(rows / SAMPLE_BAND_ROWS)))
         if sample > k:
             powers.insert(0, sample)
     return tuple(weight_from_fraction(2.0**-j) for j in powers)
+
+
+def compaction_top_rows(limit: int) -> int:
+    """Expected rows of the top band of a compaction's output (automatic compaction,
+    :mod:`qbeast_connect.rules.auto_compact`).
+
+    A compaction merges a few small runs of a table many times bigger. A sample of
+    fraction ``f`` reads, in every run, the files of the bands starting below ``f``; with
+    bands down to ``limit`` rows, a run of fewer than ``2 * limit`` rows is one band, read
+    whole by every sample. With top bands of ``limit / 32`` rows, a run of ``r`` rows
+    costs a sample about ``max(2 f r, limit / 32)`` rows; the per-file cost of the extra
+    bands (a parquet footer each) stays small next to ``limit / 32`` rows.
+    """
+    return max(1, limit // COMPACTION_BAND_DIVISOR)
 
 
 def _band_shares(low: int, high: int, edges: Sequence[int]) -> list[tuple[int, float]]:
@@ -200,17 +224,24 @@ class FileLayout:
         return json.dumps(self.to_json_value(), separators=(",", ":"))
 
 
-def plan_layout(segments: Iterable[Segment], limit: int, rows: float | None = None) -> FileLayout:
+def plan_layout(
+    segments: Iterable[Segment],
+    limit: int,
+    rows: float | None = None,
+    top_rows: int | None = None,
+) -> FileLayout:
     """Plan the files of a write from its expected rows per cube and weight range.
 
     Args:
         segments: expected rows, see :data:`Segment`; several segments of one cube add up.
         limit: target rows per file (the revision's ``desiredCubeSize``).
         rows: rows of the write, for the band edges (default: the segments' total).
+        top_rows: expected rows of the top band at least (default ``limit``), see
+            :func:`band_edges`.
     """
     segs = list(segments)
     total = float(rows) if rows is not None else sum(max(0.0, s[3]) for s in segs)
-    edges = band_edges(total, limit)
+    edges = band_edges(total, limit, top_rows)
     per_band: list[dict[str, float]] = [{} for _ in range(len(edges) + 1)]
     for cube, low, high, count in segs:
         if count <= 0:

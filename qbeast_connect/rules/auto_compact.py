@@ -31,8 +31,11 @@ Every rewrite of a row moves it at least one tier up, and a table of ``n`` bytes
 ``log_k(n / append)`` times: 3.04 per row over 1,000 equal appends at ``k = 4``,
 ``tests/unit/test_auto_compact.py``), never the whole table at every compaction. At most
 ``k - 1`` runs per tier stay uncompacted, each a tree of its own whose top every sample
-opens. Tables created by this version store ``qbeast.autoCompact=true``; a table without
-the property (created before) is not compacted unless a write sets it.
+opens. A compaction's run is cut by weight band down to ``cubeSize / 32`` rows
+(:func:`qbeast_connect.index.layout.compaction_top_rows`), so a sample of fraction ``f``
+opens about ``2 f`` of each merged run, not the whole run. Tables created by this version
+store ``qbeast.autoCompact=true``; a table without the property (created before) is not
+compacted unless a write sets it.
 
 Time-partitioned tables (``partitionBy``) are not auto-compacted (each partition is a tree
 of its own; ``optimize(partition=...)`` compacts one).

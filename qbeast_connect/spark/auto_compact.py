@@ -7,7 +7,10 @@ the latest revision with optimize's own job (:func:`~qbeast_connect.spark.operat
 the write pipeline with ``dataChange: false`` that removes the files it read), as one
 commit of its own, tagged ``qbeast.autoCompaction`` in ``commitInfo.tags``; its files are
 named after its ``txnId``, as every write's, so the next compactions see them as one run of
-the size tiers. Weights are a
+the size tiers. The write is one Spark job, as a small append's
+(:mod:`qbeast_connect.spark.small_append`, ``compaction``: its task also takes rows that
+fill cubes), and its files are cut by fine weight bands
+(:func:`qbeast_connect.index.layout.compaction_top_rows`). Weights are a
 hash of the indexed values, so the rows keep theirs and every sample returns the same rows.
 
 The append has landed whatever happens here: a compaction that loses a conflict with a

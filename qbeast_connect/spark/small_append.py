@@ -50,10 +50,13 @@ _ROW_PRESERVING = ("project", "filter", "with_columns", "drop", "to_df",
                    "with_columns_renamed", "deduplicate", "hint")
 
 
-def max_rows_for(df: Any) -> int:
+def max_rows_for(df: Any, compaction: bool = False) -> int:
     """The row cap of a one-job attempt for ``df``: ``SMALL_APPEND_MAX_ROWS`` when its plan
     shows it is bounded (rows the client sent inline, or a ``limit`` of at most that many,
-    under projections and filters only), else ``UNKNOWN_SIZE_MAX_ROWS``."""
+    under projections and filters only) or it is a compaction's (small runs: the client
+    chose them by their size), else ``UNKNOWN_SIZE_MAX_ROWS``."""
+    if compaction:
+        return SMALL_APPEND_MAX_ROWS
     try:
         rel = df._plan.to_proto(df.sparkSession.client).root
     except Exception:  # not a Connect DataFrame: no plan to look at
@@ -107,15 +110,23 @@ def may_use(
 
 def in_task_params(
     existing: Mapping[Any, Any], buffer_capacity: int, sample_rows: int,
-    max_rows: int = SMALL_APPEND_MAX_ROWS,
+    max_rows: int = SMALL_APPEND_MAX_ROWS, compaction: int | None = None,
 ) -> dict[str, Any]:
     """``WritePlan.append_task`` of a one-job small append to an index whose cubes have the
     statuses ``existing``: the inner cubes' max weights (for the local tree, as the
     estimation job gets them), every cube's element count (for the existing domains) and
     the most rows the task accepts: at most ``max_rows`` (see :func:`max_rows_for`), the
     buffer capacity (one local tree) and ``sample_rows`` (the estimation would read every
-    row)."""
-    return {
+    row).
+
+    ``compaction`` (the cube size) marks an automatic compaction's write: its layout cuts
+    finer top bands (``topRows``, :func:`~qbeast_connect.index.layout.compaction_top_rows`)
+    and its task (``compaction``) indexes rows that fill cubes too, in one local tree as the
+    estimation job grows for one partition, so its weights are a valid estimate though not
+    the regular path's own (which may read its input in several partitions), and checks
+    its rows against the revision's space only (``server_plugin.append_task``). A
+    compaction needs no bit-identical index, only a valid one, and one job instead of four."""
+    out: dict[str, Any] = {
         "existingWeights": {
             str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
         },
@@ -123,6 +134,12 @@ def in_task_params(
         "bufferCapacity": buffer_capacity,
         "maxRows": min(max_rows, buffer_capacity, sample_rows),
     }
+    if compaction is not None:
+        from qbeast_connect.index.layout import compaction_top_rows
+
+        out["topRows"] = compaction_top_rows(compaction)
+        out["compaction"] = True
+    return out
 
 
 def in_task_partition_params(

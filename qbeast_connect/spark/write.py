@@ -217,19 +217,6 @@ def _inner_weights(existing: Mapping[CubeId, Any]) -> dict[str, int]:
     return {str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1}
 
 
-def _weights_and_layout(
-    revision: Revision,
-    input_domains: Mapping[str, float],
-    existing: Mapping[CubeId, Any],
-    total: int,
-) -> tuple[dict[str, int], FileLayout]:
-    """Cube max weights from this write's domains plus the existing index's (spec §5.4,
-    §5.5), and the file layout of the write's rows."""
-    from qbeast_connect.index.append_plan import weights_and_layout
-
-    return weights_and_layout(revision, input_domains, existing, total)
-
-
 class _Writer:
     """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
     staging area, which indexes existing rows like an append and replaces their files;
@@ -516,7 +503,8 @@ class _Writer:
         computes the cube max weights and layout of its rows itself (see
         :mod:`qbeast_connect.spark.small_append`); None when the task declined the rows
         (nothing was committed) and the append needs the regular jobs."""
-        max_rows = small_append.max_rows_for(self.df)
+        # a compaction's input is known: rows of the latest revision's space
+        max_rows = small_append.max_rows_for(self.df, compaction=self.keep_revision)
         if self.partitioning is not None:
             # each partition grows its own tree (spark.time_partitions)
             statuses = time_partitions.partition_statuses(
@@ -528,7 +516,8 @@ class _Writer:
         else:
             existing = qsnap.cube_statuses(latest.revision_id)
             task = small_append.in_task_params(
-                existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
+                existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows,
+                compaction=latest.desired_cube_size if self.keep_revision else None,
             )
         changed = schema_string != state.schema_string
         config = stored_configuration(state.configuration, self.options.table_properties)
@@ -652,7 +641,16 @@ class _Writer:
         for row in rows:
             value = float(row["domain"]) * scale
             input_domains[row["cube"]] = input_domains.get(row["cube"], 0.0) + value
-        return _weights_and_layout(revision, input_domains, existing, total)
+        from qbeast_connect.index.append_plan import weights_and_layout
+
+        top = self._top_rows(revision)
+        return weights_and_layout(revision, input_domains, existing, total, top_rows=top)
+
+    def _top_rows(self, revision: Revision) -> int | None:
+        """A compaction's layout cuts finer top bands (``index.layout.compaction_top_rows``)."""
+        from qbeast_connect.index.layout import compaction_top_rows
+
+        return compaction_top_rows(revision.desired_cube_size) if self.keep_revision else None
 
     # -- metadata and commit -----------------------------------------------------------
 

@@ -94,3 +94,18 @@ def deltalake_table(path: str) -> pa.Table:
     from deltalake import DeltaTable
 
     return DeltaTable(path).to_pyarrow_table()
+
+
+#: 2024-01-01 00:00:00 UTC, in seconds: the first hour of :func:`hourly_events`.
+EVENTS_START = 1_704_067_200
+
+
+def hourly_events(spark: Any, hour: int) -> Any:
+    """400 events of one hour (``event_time`` inside it), users in [0, 1000), and a payload:
+    the rows of one hourly append in the compaction and time-ordered append tests."""
+    return spark.range(400, numPartitions=1).selectExpr(
+        f"timestamp_seconds({EVENTS_START} + {hour} * 3600 + pmod(hash(id, {hour}, 1), 3600)) "
+        "AS event_time",
+        f"cast(pmod(hash(id, {hour}, 2), 1000) AS int) AS user_id",
+        f"concat('event-', {hour}, '-', id) AS payload",
+    )

@@ -8,20 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import qbeast_connect as qc
+from qbeast_connect.model.weight import weight_from_fraction
+from tests.spark.helpers import hourly_events as _events
 from tests.spark.helpers import latest_configuration, log_actions, spark_digest
 
-START = 1_704_067_200  # 2024-01-01 00:00:00 UTC, in seconds
 COLUMNS = "event_time,user_id"
-
-
-def _events(spark: Any, hour: int) -> Any:
-    """400 events of one hour, users in [0, 1000)."""
-    return spark.range(400, numPartitions=1).selectExpr(
-        f"timestamp_seconds({START} + {hour} * 3600 + pmod(hash(id, {hour}, 1), 3600)) "
-        "AS event_time",
-        f"cast(pmod(hash(id, {hour}, 2), 1000) AS int) AS user_id",
-        f"concat('event-', {hour}, '-', id) AS payload",
-    )
 
 
 def _appends(spark: Any, path: str, hours: int, **options: Any) -> list[Any]:
@@ -37,7 +28,8 @@ def test_small_appends_with_default_settings_merge_in_size_tiers(
     """8 hourly appends of 400 rows, no compaction option: the table is created with
     ``qbeast.autoCompact=true``; the 4th and the 8th write each complete a tier of 4 runs
     (one file each) and merge them into one run of 1,600 rows (files named after the run),
-    so each row is rewritten once and the table ends as 2 runs. The table without
+    so each row is rewritten once and the table ends as 2 runs. Each run is cut by weight
+    band down to cubeSize / 32 rows, so a 1% sample opens a few percent of the bytes. The table without
     compaction keeps its 8 appended files; both hold the same rows and samples."""
     compacted = str(tmp_path / "default")
     plain = str(tmp_path / "off")
@@ -87,6 +79,16 @@ def test_small_appends_with_default_settings_merge_in_size_tiers(
     plain_sample = off.explainScan(fraction=0.01)
     assert sample.selected_files < plain_sample.selected_files == 8
     assert sample.selected_bytes < plain_sample.selected_bytes
+    # each run is cut by weight band down to cubeSize / 32 rows (1/32 of its weights here):
+    # a 1% sample opens the lowest band of each run, not whole runs (before: every byte)
+    assert sample.selected_bytes <= 0.1 * sample.total_bytes
+    assert spark_digest(table.sample(0.01)) == spark_digest(
+        data.filter(f"hash(event_time, user_id) < {weight_from_fraction(0.01)}")
+    )
+    edge = weight_from_fraction(1 / 32)
+    for f in table.snapshot.files:  # no file holds weights on both sides of the top band's
+        assert f.max_row_weight is not None
+        assert f.max_row_weight < edge or min(b.min_weight for b in f.blocks) >= edge, f.path
 
 
 def test_micro_batches_of_a_new_table_are_compacted_by_default(spark: Any, tmp_path: Path) -> None:
@@ -108,3 +110,4 @@ def test_micro_batches_of_a_new_table_are_compacted_by_default(spark: Any, tmp_p
     # one run left: the compaction's files
     assert all(f.path.startswith("run-") for f in table.snapshot.files)
     assert len({f.path.split("-")[1] for f in table.snapshot.files}) == 1
+

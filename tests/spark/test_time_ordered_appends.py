@@ -20,6 +20,7 @@ from tests.spark.helpers import (
     row_digest,
     spark_digest,
 )
+from tests.spark.helpers import hourly_events as _events
 
 START = 1_704_067_200  # 2024-01-01 00:00:00 UTC, in seconds
 HOURS, ROWS = 12, 50
@@ -94,8 +95,8 @@ def test_time_ordered_appends_open_logarithmic_revisions(
     assert spark_digest(table.sample(0.1)) == spark_digest(
         data.filter("hash(event_time, user_id) < -1717986918")  # weight(0.1)
     )
-    hour = table.explainScan(HOUR_FILTER)
-    assert hour.selected_files < hour.total_files  # revisions of other hours are pruned
+    scan = table.explainScan(HOUR_FILTER)
+    assert scan.selected_files < scan.total_files  # revisions of other hours are pruned
 
 
 def test_optimize_merges_revisions_into_one(
@@ -139,16 +140,6 @@ def test_optimize_merges_revisions_into_one(
     )
 
 
-def _events(spark: Any, hour: int) -> Any:
-    """400 events of one hour, users in [0, 1000)."""
-    return spark.range(400, numPartitions=1).selectExpr(
-        f"timestamp_seconds({START} + {hour} * 3600 + pmod(hash(id, {hour}, 1), 3600)) "
-        "AS event_time",
-        f"cast(pmod(hash(id, {hour}, 2), 1000) AS int) AS user_id",
-        f"concat('event-', {hour}, '-', id) AS payload",
-    )
-
-
 def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path) -> None:
     """With autoCompact on, the append that makes 4 small files holding root rows (the
     default autoCompactMinNumFiles) is followed by one compaction commit into the latest
@@ -169,7 +160,7 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     ]
     data = _events(spark, 0)
     for hour in range(1, 6):
-        options = {"autoCompact": "true"} if hour == 2 else {}
+        options: dict[str, Any] = {"autoCompact": "true"} if hour == 2 else {}
         results.append(qc.write(_events(spark, hour), path, mode="append", **options))
         data = data.unionByName(_events(spark, hour))
         if hour == 2:
@@ -178,7 +169,8 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     assert compactions[:3] == [None, None, None] and compactions[4:] == [None, None]
     done = compactions[3]
     assert done is not None and done.skipped is None
-    assert done.version == results[3].version + 1
+    appended = results[3].version
+    assert appended is not None and done.version == appended + 1
     assert (done.removed_files, done.rows) == (4, 1600)
 
     table = qc.QbeastTable.forPath(spark, path)
@@ -195,8 +187,9 @@ def test_time_ordered_small_appends_keep_sample_cheap(spark: Any, tmp_path: Path
     changes = [a[k] for a in commit for k in ("add", "remove") if k in a]
     assert len(changes) == 4 + done.added_files and all(c["dataChange"] is False for c in changes)
     assert {a["add"]["tags"]["revision"] for a in commit if "add" in a} == {"2"}
-    # the table holds the written rows, also for deltalake; the files are fewer
-    assert len(table.snapshot.files) == done.added_files + 2 < 6
+    # the table holds the written rows, also for deltalake; the compaction's run is cut in
+    # weight bands (1/32, 1/16, ..., 1/2 of its weights: top band cubeSize / 32 rows)
+    assert len(table.snapshot.files) == done.added_files + 2 and done.added_files == 6
     assert spark_digest(table.toDF()) == spark_digest(data)
     assert row_digest(deltalake_table(path)) == spark_digest(data)
     # re-indexed rows keep their weights: samples before and after the compaction are equal

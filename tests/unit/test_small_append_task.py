@@ -13,6 +13,7 @@ from qbeast_connect.exceptions import QbeastError, error_from_text
 from qbeast_connect.index.append_plan import weights_and_layout
 from qbeast_connect.index.estimation import group_cube_size
 from qbeast_connect.index.hashing_np import spark_hash_columns
+from qbeast_connect.index.layout import band_edges
 from qbeast_connect.model.column_spec import ColumnSpec
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision, plan_revision
@@ -49,7 +50,7 @@ def _batches(rows: int, seed: int, x_high: float = 100.0) -> list[pa.RecordBatch
     y = pa.array(rng.integers(0, 1_000, rows), pa.int64())
     w = pa.array(spark_hash_columns([x, y]), pa.int32())
     table = pa.table({"w": w, "c0": x, "c1": y})
-    return table.to_batches(max_chunksize=300)
+    return list(table.to_batches(max_chunksize=300))
 
 
 def _write_batches(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
@@ -118,6 +119,39 @@ def test_in_task_plan_declines_rows_the_regular_path_must_index(
     translated = error_from_text(text)
     assert isinstance(translated, QbeastError) and declined(translated)
     assert not declined(RuntimeError("[QBEAST_ERROR] something else"))
+
+
+def test_a_compaction_task_indexes_rows_that_fill_a_cube_with_fine_top_bands() -> None:
+    """An automatic compaction's task (``in_task_params(compaction=...)``) takes rows that
+    fill a cube of their one local tree (an append's task declines them) and plans the
+    compaction's layout: top band of about cubeSize / 32 rows, as the client would for the
+    same domains."""
+    revision = _revision()
+    statuses = {c: _Status(w, n) for c, (w, n) in EXISTING.items()}
+    task = in_task_params(statuses, 100_000, 1_000_000, compaction=2_000)
+    assert task["topRows"] == 62 and task["compaction"] is True
+    plan = WritePlan.from_json(
+        WritePlan("/t", "append", 3, revision.to_json(), append_task=task).to_json()
+    )
+    batches = _batches(2_500, seed=4)
+    planned, rows = plan_in_task(plan, iter(_write_batches(batches)))
+    assert sum(b.num_rows for b in rows) == 2_500
+    inner = {c: w for c, (w, _) in EXISTING.items() if w < 2**31 - 1}
+    params = json.dumps({"revision": revision.to_json(),
+                         "groupCubeSize": group_cube_size(revision.desired_cube_size, 1),
+                         "bufferCapacity": 100_000, "existing": inner})
+    domains: dict[str, float] = {}
+    for row in (r for b in estimate_domains(params, iter(batches)) for r in b.to_pylist()):
+        domains[row["cube"]] = domains.get(row["cube"], 0.0) + row["domain"]
+    counts = {CubeId.from_string(c, 2): n for c, (_, n) in EXISTING.items()}
+    weights, layout = weights_and_layout(revision, domains, counts, 2_500, top_rows=62)
+    assert dict(planned.cube_weights) == weights
+    assert planned.layout.to_json_value() == layout.to_json_value()
+    assert planned.layout.edges == band_edges(2_500, 2_000, 62)  # 1/32 ... 1/2
+    assert len(planned.layout.edges) == 5
+    # rows outside the revision's space still go to the regular path
+    with pytest.raises(SmallAppendDeclinedError, match="bounds"):
+        plan_in_task(plan, iter(_write_batches(_batches(500, seed=4, x_high=150.0))))
 
 
 def test_in_task_plan_declines_a_value_just_above_a_linear_bound() -> None:

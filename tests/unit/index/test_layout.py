@@ -14,6 +14,7 @@ from qbeast_connect.index.estimation import DomainEstimator
 from qbeast_connect.index.layout import (
     FileLayout,
     band_edges,
+    compaction_top_rows,
     estimated_counts,
     plan_layout,
     segments_from_blocks,
@@ -216,3 +217,16 @@ def test_large_cubes_keep_a_small_sample_band() -> None:
     # a sample of 1/1000 reads the first file only: ~117k rows, not the root's 1M
     first = groups[weights < weight_from_fraction(0.001)]
     assert len(set(first.tolist())) == 1
+
+
+def test_compaction_top_bands_reach_down_to_cube_size_over_32_rows() -> None:
+    """A compaction's layout (``top_rows``): bands down to ``2**-K`` with
+    ``K = floor(log2(rows / top_rows))``, so a 1,600-row run at cube size 2,000 (one band
+    with the default) gets edges 1/16 ... 1/2; ``top_rows`` above the limit is the limit."""
+    assert compaction_top_rows(2_000) == 62 and compaction_top_rows(10) == 1
+    assert band_edges(1_600, 2_000) == ()
+    assert band_edges(1_600, 2_000, compaction_top_rows(2_000)) == tuple(
+        weight_from_fraction(2.0**-k) for k in (4, 3, 2, 1)
+    )
+    assert band_edges(123, 2_000, 62) == ()
+    assert band_edges(50_000, 2_000, 10**9) == band_edges(50_000, 2_000)
