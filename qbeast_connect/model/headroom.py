@@ -8,7 +8,10 @@ gets headroom instead: the union's span is doubled in the direction of growth
 mirror image downward, and both when it grew both ways). A series that grows steadily then
 opens O(log n) revisions for n appends, each one covering twice the span of the last.
 
-Only columns whose data left the space get headroom, and only on the side they left it.
+Only columns whose data left the space get headroom, and only on the side they left it;
+not a column whose data only found a new extreme of a steady range (an append covering most
+of the old space and leaving it by less than a tenth of its span): that side grows to the
+union, as in the reference.
 Bounds the user gave in ``columnStats`` are taken as stated: a column with user statistics
 in the write gets none. The result is an ordinary, wider ``LinearTransformation``, so the
 revision JSON is the reference's. Bounds stop at the data type's limits.
@@ -82,16 +85,55 @@ def _grow(low: Number, high: Number, up: bool, down: bool, dt: QDataType) -> tup
     return new_low_f, new_high_f
 
 
+#: An append whose data spans at least this share of the old space on a column ...
+STEADY_OVERLAP = 0.9
+#: ... and leaves it by less than this share of its span on a side is a steady column that
+#: found a new extreme, not a drifting one: that side grows to the union only.
+STEADY_EXCESS = 0.1
+
+
+def _steady(old: tuple[Number, Number], new: Transformation | None) -> tuple[bool, bool]:
+    """``(up, down)``: whether each side of the column only found a new extreme.
+
+    A column whose values keep one range (a user id, a price) leaves the space of the
+    first write by a sliver whenever an append holds a value beyond the extremes seen so
+    far. Doubling the span for that would leave most of the new space empty and every
+    filter on the column reading more cubes; the append's data then covers most of the old
+    space and pokes out by little. Drifting columns (times, sequence numbers, a sliding
+    window) leave it by much or beside it, and keep their headroom.
+    """
+    if new is None:
+        return False, False
+    batch = _bounds(new)
+    if batch is None:
+        return False, False
+    low, high = float(old[0]), float(old[1])
+    new_low, new_high = float(batch[0]), float(batch[1])
+    span = high - low
+    if not (math.isfinite(span) and span > 0 and math.isfinite(new_high - new_low)):
+        return False, False
+    overlap = max(0.0, min(high, new_high) - max(low, new_low))
+    if overlap < STEADY_OVERLAP * span:
+        return False, False
+    return new_high - high < STEADY_EXCESS * span, low - new_low < STEADY_EXCESS * span
+
+
 def with_headroom(
-    old: Transformation, merged: Transformation, rng: random.Random
+    old: Transformation,
+    merged: Transformation,
+    rng: random.Random,
+    new: Transformation | None = None,
 ) -> Transformation:
     """``merged`` (the union of ``old`` and an append's data) with headroom on the sides
     where it grew beyond ``old``; ``merged`` itself when it is not linear or did not grow.
+    A side where ``new`` (the append's data) only found a new extreme of a steady range
+    (:func:`_steady`) grows to the union only.
 
     Args:
         old: The latest revision's transformation of the column.
         merged: ``old.merge(new)``, the reference's widened transformation.
         rng: Source of the widened transformation's random null value.
+        new: The append's data on the column (None: every grown side gets headroom).
     """
     if not isinstance(merged, LinearTransformation):
         return merged
@@ -103,8 +145,9 @@ def with_headroom(
     if old.ordered_data_type is not dt:
         return merged
     old_low, old_high = before
-    up = merged.max_number > old_high
-    down = merged.min_number < old_low
+    steady_up, steady_down = _steady(before, new)
+    up = merged.max_number > old_high and not steady_up
+    down = merged.min_number < old_low and not steady_down
     if not (up or down):
         return merged
     low, high = _grow(merged.min_number, merged.max_number, up, down, dt)

@@ -527,7 +527,7 @@ def plan_revision(
             merged = old.merge(new, rng)
             given = _lookup(user_stats, t.column_name)
             if given is None or given.is_empty:  # the user's bounds are taken as stated
-                merged = with_headroom(old, merged, rng)
+                merged = with_headroom(old, merged, rng, new)
             final.append(merged)
             changed = True
         else:

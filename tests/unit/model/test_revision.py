@@ -335,9 +335,11 @@ def test_append_wider_range_creates_next_revision() -> None:
     rev = plan.revision
     assert (rev.revision_id, rev.timestamp, rev.table_id) == (2, 2000, "/other")
     lin = rev.transformations[0]
-    # the union [0, 5000000] grew on both sides: one more span of headroom on each
+    # the union [0, 5000000] grew on both sides: one more span of headroom above, where
+    # the data went a quarter of the old span past it; none below, where it found a new
+    # extreme one unit past the old one (model.headroom)
     assert isinstance(lin, LinearTransformation) and (lin.min_number, lin.max_number) == (
-        -5000000,
+        0,
         10000000,
     )
     assert rev.transformations[1] is latest.transformations[1]  # hash never changes
