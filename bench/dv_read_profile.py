@@ -1,0 +1,296 @@
+"""Where the time of a read through deletion vectors goes, issue #32: candidate mechanisms
+timed side by side.
+
+Usage: python -m bench.dv_read_profile --sf 0.1,1 --runs 3 --out bench/dv_read_profile.json
+
+The tables are those of ``bench/dv_read_bench.py`` (TPC-H ``lineitem`` written by Delta with
+vectors on and off, then ``DELETE ... WHERE l_orderkey % 10 = 3``), built once per scale
+factor under ``$QBEAST_BENCH_DIR/out/dvprofile_sf<sf>_{vectors,rewritten}``. Every variant
+runs the aggregate of ``bench.common.lineitem_totals``; the variants run round-robin (so
+they share the machine's load), and each is reported with the median wall time and the
+median CPU seconds of the whole server process tree (JVM and Python workers, which Spark's
+own task metrics leave out), and both as ratios to ``rewritten``.
+
+Variants (all but ``nodv_bound`` and ``python_source_only`` give Delta's answer):
+
+* ``rewritten``: ``QbeastTable.toDF()`` of the table with the rows physically removed;
+* ``current``: ``QbeastTable.toDF()`` of the table with vectors (today's product path:
+  the plugin's pyarrow reader for files with a vector);
+* ``nodv_bound``: Spark's parquet read of the vector table's files, vectors ignored (a
+  lower bound, wrong answer);
+* ``python_source_only``: only the Python data source that decodes the vectors into
+  ``file_id << 32 | row_index`` keys (the fixed cost of one Python source per query);
+* ``antijoin_path_regex``: the ``s26-dv`` branch's read: Spark's reader, and a broadcast
+  anti-join on (``_metadata.file_path`` made a path by a regex and ``url_decode``,
+  ``row_index``);
+* ``antijoin_long``: one Spark scan per file, keyed ``file_id << 32 | row_index`` (no
+  string), broadcast anti-join against the Python source's keys;
+* ``antijoin_long_cached``: the same against the keys ``localCheckpoint``-ed once (no
+  Python in the query);
+* ``bitmap_filter``: one Spark scan per file, filtered by the file's vector as a literal
+  ``array<bigint>`` bitmap (``bit_get(element_at(...))`` on ``_metadata.row_index``): no
+  join, no Python in the query. The vectors are decoded in this process with the plugin's
+  decoder (the benchmark runs where the table is; the product's client cannot open table
+  files, so it would get them from the server once per vector).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from bench.common import BENCH_DIR, lineitem, lineitem_totals, load_average, machine, save_report
+
+WHERE = "l_orderkey % 10 = 3"
+
+
+def tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process's descendants (the embedded server and its
+    Python workers), including their reaped children."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, tuple[int, int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+    frontier, seen = {os.getpid()}, set()
+    while frontier:
+        frontier = {p for p, (pp, _) in parents.items() if pp in frontier and p not in seen}
+        seen |= frontier
+    return sum(parents[p][1] for p in seen if p in parents) / ticks
+
+
+def build(spark: Any, sf: float) -> dict[str, str]:
+    """The two Delta tables of scale factor ``sf`` (built when missing)."""
+    paths = {e: str(BENCH_DIR / "out" / f"dvprofile_sf{sf}_{e}") for e in ("vectors", "rewritten")}
+    source = lineitem(sf)
+    for engine, dv in (("vectors", "true"), ("rewritten", "false")):
+        if os.path.isdir(os.path.join(paths[engine], "_delta_log")):
+            continue
+        spark.sql(
+            f"CREATE TABLE delta.`{paths[engine]}` USING delta "
+            f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{dv}') "
+            f"AS SELECT * FROM parquet.`{source}`"
+        ).collect()
+        spark.sql(f"DELETE FROM delta.`{paths[engine]}` WHERE {WHERE}").collect()
+    return paths
+
+
+def keys_source() -> Any:
+    """A Python data source yielding ``file_id << 32 | row_index`` of every deleted row."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    class KeysReader(DataSourceReader):
+        def __init__(self, root: str, vectors: list[Any]) -> None:
+            self.root, self.vectors = root, vectors
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(0)]
+
+        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+            import numpy as np
+
+            from server_plugin.delta.storage import storage_for
+            from server_plugin.parquet_reader import deleted_rows
+
+            storage = storage_for(self.root, None)
+            for file_id, vector in self.vectors:
+                rows = deleted_rows(storage, vector).astype("int64")
+                keys = rows | (np.int64(file_id) << np.int64(32))
+                yield pa.RecordBatch.from_arrays([pa.array(keys, pa.int64())], names=["k"])
+
+    class KeysSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "qbeast_dvprofile_keys"
+
+        def schema(self) -> StructType:
+            return StructType([StructField("k", LongType(), True)])
+
+        def reader(self, schema: StructType) -> DataSourceReader:
+            return KeysReader(self.options["path"], json.loads(self.options["vectors"]))
+
+    return KeysSource
+
+
+def bitmap_keep(row_index: Any, deleted: Any) -> Any:
+    """A Column TRUE for the rows whose ``row_index`` is not in ``deleted`` (sorted): a
+    bitmap of the range [first, last] deleted row as one ``array<bigint>`` literal."""
+    import numpy as np
+    from pyspark.sql import functions as F
+    from pyspark.sql.connect.column import Column as ConnectColumn
+    from pyspark.sql.connect.expressions import LiteralExpression
+    from pyspark.sql.types import ArrayType, LongType
+
+    if not len(deleted):
+        return F.lit(True)
+    lo, hi = int(deleted[0]), int(deleted[-1])
+    offsets = (deleted - np.uint64(lo)).astype(np.int64)
+    words = np.zeros((hi - lo) // 64 + 1, dtype=np.uint64)
+    np.bitwise_or.at(
+        words, offsets // 64, np.left_shift(np.uint64(1), (offsets % 64).astype(np.uint64))
+    )
+    # one literal (F.lit of a list is an array() of one literal per element)
+    bitmap = ConnectColumn(
+        LiteralExpression(words.view(np.int64).tolist(), ArrayType(LongType(), False))
+    )
+    offset = row_index - F.lit(lo)
+    word = F.element_at(bitmap, F.shiftright(offset, 6).cast("int") + 1)
+    bit = F.bit_get(word, offset.bitwiseAND(F.lit(63)).cast("int"))
+    return (row_index < lo) | (row_index > hi) | (bit == 0)
+
+
+def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
+    from pyspark.sql import functions as F
+
+    import qbeast_connect as qc
+    from server_plugin.delta.storage import storage_for
+    from server_plugin.parquet_reader import deleted_rows
+
+    table = qc.QbeastTable.forPath(spark, paths["vectors"])
+    schema = table.schema
+    files = [
+        (f"{paths['vectors']}/{a['path']}", a.get("deletionVector")) for a in table._state.adds
+    ]
+    vectors = [[i, dict(v)] for i, (_, v) in enumerate(files) if v]
+
+    def keys() -> Any:
+        return (
+            spark.read.format("qbeast_dvprofile_keys")
+            .option("path", paths["vectors"])
+            .option("vectors", json.dumps(vectors))
+            .load()
+        )
+
+    cached = keys().localCheckpoint()
+
+    def scan(path: str) -> Any:
+        return spark.read.schema(schema).parquet(path)
+
+    def union(frames: list[Any]) -> Any:
+        out = frames[0]
+        for frame in frames[1:]:
+            out = out.union(frame)
+        return out
+
+    def antijoin_long(deleted: Any) -> Any:
+        frames = [
+            scan(f).select("*", (F.lit(i << 32) + F.col("_metadata.row_index")).alias("__k"))
+            for i, (f, _) in enumerate(files)
+        ]
+        right = F.broadcast(deleted.withColumnRenamed("k", "__k"))
+        return union(frames).join(right, "__k", "left_anti").drop("__k")
+
+    def antijoin_path_regex() -> Any:
+        ids = spark.createDataFrame(
+            [(i, f) for i, (f, v) in enumerate(files) if v], "fid long, __p string"
+        )
+        deleted = keys().select(
+            F.shiftright("k", 32).alias("fid"),
+            F.col("k").bitwiseAND(F.lit((1 << 32) - 1)).alias("__r"),
+        )
+        right = deleted.join(ids, "fid").select("__p", "__r")
+        path = F.regexp_replace(
+            F.col("_metadata.file_path"), r"^[A-Za-z][A-Za-z0-9+.\-]*:(//[^/]*)?", ""
+        )
+        key = F.url_decode(F.replace(path, F.lit("+"), F.lit("%2B")))
+        left = (
+            spark.read.schema(schema)
+            .parquet(*[f for f, _ in files])
+            .select("*", key.alias("__p"), F.col("_metadata.row_index").alias("__r"))
+        )
+        return left.join(F.broadcast(right), ["__p", "__r"], "left_anti").drop("__p", "__r")
+
+    storage = storage_for(paths["vectors"], None)
+
+    def bitmap_filter() -> Any:
+        frames = []
+        for f, v in files:
+            frame = scan(f)
+            if v:
+                tagged = frame.select("*", F.col("_metadata.row_index").alias("__r"))
+                frame = tagged.where(bitmap_keep(F.col("__r"), deleted_rows(storage, v))).drop(
+                    "__r"
+                )
+            frames.append(frame)
+        return union(frames)
+
+    return {
+        "rewritten": lambda: qc.QbeastTable.forPath(spark, paths["rewritten"]).toDF(),
+        "current": lambda: qc.QbeastTable.forPath(spark, paths["vectors"]).toDF(),
+        "nodv_bound": lambda: spark.read.schema(schema).parquet(*[f for f, _ in files]),
+        "python_source_only": lambda: keys().select(
+            F.col("k").alias("l_extendedprice"), F.col("k").alias("l_quantity")
+        ),
+        "antijoin_path_regex": antijoin_path_regex,
+        "antijoin_long": lambda: antijoin_long(keys()),
+        "antijoin_long_cached": lambda: antijoin_long(cached),
+        "bitmap_filter": bitmap_filter,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sf", default="0.1,1")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default="", help="comma-separated variant names")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+
+    import qbeast_connect as qc
+
+    spark = qc.session(delta=True, connect_timeout=None, retry_timeout=None)
+    spark.dataSource.register(keys_source())
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "runs": args.runs,
+        "load_before": load_average(),
+    }
+    for sf in (float(s) for s in args.sf.split(",")):
+        chosen = variants(spark, build(spark, sf))
+        if args.only:
+            chosen = {
+                k: v for k, v in chosen.items() if k in args.only.split(",") or k == "rewritten"
+            }
+        measured: dict[str, list[tuple[float, float]]] = {k: [] for k in chosen}
+        answers = {
+            k: tuple(round(float(x), 2) for x in lineitem_totals(v())) for k, v in chosen.items()
+        }
+        for _ in range(args.runs):
+            for name, frame in chosen.items():
+                cpu, t0 = tree_cpu_seconds(), time.perf_counter()
+                lineitem_totals(frame())
+                measured[name].append((time.perf_counter() - t0, tree_cpu_seconds() - cpu))
+        base_wall = statistics.median(w for w, _ in measured["rewritten"])
+        base_cpu = statistics.median(c for _, c in measured["rewritten"])
+        rows = {}
+        for name, runs in measured.items():
+            wall = statistics.median(w for w, _ in runs)
+            cpu = statistics.median(c for _, c in runs)
+            rows[name] = {
+                "wall_s": round(wall, 3),
+                "cpu_s": round(cpu, 2),
+                "wall_ratio": round(wall / base_wall, 2),
+                "cpu_ratio": round(cpu / base_cpu, 2),
+                "same_answer": answers[name] == answers["rewritten"],
+            }
+            print(sf, name, rows[name], flush=True)
+        report[f"sf{sf}"] = {"variants": rows, "load_after": load_average()}
+    save_report(report, args.out)
+    qc.stop(delta=True)
+
+
+if __name__ == "__main__":
+    main()
