@@ -31,6 +31,17 @@ from bench.common import (
 WHERE = "l_orderkey % 10 = 3"
 
 
+def delete_into_delta_table(spark: Any, source: str, path: str, *, vectors: bool) -> None:
+    """Write the parquet data at ``source`` as a Delta table at ``path`` with deletion
+    vectors on or off, then run the benchmark's ``DELETE`` on it (Delta's engine)."""
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` USING delta "
+        f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{str(vectors).lower()}') "
+        f"AS SELECT * FROM parquet.`{source}`"
+    ).collect()
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE {WHERE}").collect()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=0.1)
@@ -50,13 +61,8 @@ def main() -> None:
         "reads_s": {},
     }
     paths = {e: fresh_dir(f"dvread_{e}") for e in ("vectors", "rewritten")}
-    for engine, dv in (("vectors", "true"), ("rewritten", "false")):
-        spark.sql(
-            f"CREATE TABLE delta.`{paths[engine]}` USING delta "
-            f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{dv}') "
-            f"AS SELECT * FROM parquet.`{source}`"
-        ).collect()
-        spark.sql(f"DELETE FROM delta.`{paths[engine]}` WHERE {WHERE}").collect()
+    for engine in paths:
+        delete_into_delta_table(spark, source, paths[engine], vectors=engine == "vectors")
     answers = set()
     for reader in ("qbeast-connect", "delta"):
         for engine, path in paths.items():

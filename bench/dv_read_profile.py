@@ -45,8 +45,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench.common import BENCH_DIR, lineitem, lineitem_totals, load_average, machine, save_report
-
-WHERE = "l_orderkey % 10 = 3"
+from bench.dv_read_bench import delete_into_delta_table
 
 
 def tree_cpu_seconds() -> float:
@@ -74,15 +73,9 @@ def build(spark: Any, sf: float) -> dict[str, str]:
     """The two Delta tables of scale factor ``sf`` (built when missing)."""
     paths = {e: str(BENCH_DIR / "out" / f"dvprofile_sf{sf}_{e}") for e in ("vectors", "rewritten")}
     source = lineitem(sf)
-    for engine, dv in (("vectors", "true"), ("rewritten", "false")):
-        if os.path.isdir(os.path.join(paths[engine], "_delta_log")):
-            continue
-        spark.sql(
-            f"CREATE TABLE delta.`{paths[engine]}` USING delta "
-            f"TBLPROPERTIES ('delta.enableDeletionVectors' = '{dv}') "
-            f"AS SELECT * FROM parquet.`{source}`"
-        ).collect()
-        spark.sql(f"DELETE FROM delta.`{paths[engine]}` WHERE {WHERE}").collect()
+    for engine, path in paths.items():
+        if not os.path.isdir(os.path.join(path, "_delta_log")):
+            delete_into_delta_table(spark, source, path, vectors=engine == "vectors")
     return paths
 
 

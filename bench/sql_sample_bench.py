@@ -34,6 +34,11 @@ from bench.common import (
 from bench.query_bench import aggregate
 
 
+def _files_bytes(files: list[str]) -> int:
+    """Bytes of these files (``inputFiles()`` entries)."""
+    return sum(os.path.getsize(p.removeprefix("file:")) for p in files)
+
+
 def _sql_sample_bytes(path: str, fraction: float) -> int:
     """Bytes of the files a ``format("qbeast")`` read with ``sampleFraction`` opens."""
     from server_plugin.qbeast_format import QbeastDataSource
@@ -58,9 +63,7 @@ def main() -> None:
     path = out_dir("/tmp/qbeast-bench-sql") / f"lineitem_sf{args.sf}_c{args.cube_size}"
     indexed_copy(spark, lineitem(args.sf), path, args.cube_size)
     table = qc.QbeastTable.forPath(spark, str(path))
-    total = sum(
-        os.path.getsize(p.removeprefix("file:")) for p in table.toDF().inputFiles()
-    )
+    total = _files_bytes(table.toDF().inputFiles())
     spark.sql("DROP TABLE IF EXISTS li").collect()
     spark.sql(f"CREATE TABLE li USING qbeast LOCATION '{path}'").collect()
     report: dict[str, Any] = {
@@ -94,9 +97,7 @@ def main() -> None:
                 answers[key] = aggregate(read())
                 if run:
                     times[key].append(time.perf_counter() - start)
-        sample_bytes = sum(
-            os.path.getsize(p.removeprefix("file:")) for p in table.sample(fraction).inputFiles()
-        )
+        sample_bytes = _files_bytes(table.sample(fraction).inputFiles())
         sql_bytes = _sql_sample_bytes(str(path), fraction)
         # the SQL sample is QbeastTable.sample's rows: same count and same hash sum
         same = (answers["sql_sampleFraction"][2], answers["sql_sampleFraction"][3]) == (

@@ -13,7 +13,7 @@ from qbeast_connect.exceptions import QbeastError, error_from_text
 from qbeast_connect.index.append_plan import weights_and_layout
 from qbeast_connect.index.estimation import group_cube_size
 from qbeast_connect.index.hashing_np import spark_hash_columns
-from qbeast_connect.index.layout import band_edges
+from qbeast_connect.index.layout import FileLayout, band_edges
 from qbeast_connect.model.column_spec import ColumnSpec
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import Revision, plan_revision
@@ -68,6 +68,23 @@ class _Status:
         self.max_weight, self.element_count = max_weight, element_count
 
 
+def _regular_path(
+    revision: Revision, batches: list[pa.RecordBatch], rows: int, top_rows: int | None = None
+) -> tuple[dict[str, float], dict[str, int], FileLayout]:
+    """What the regular path computes for these rows in one partition: the estimation
+    job's domains (group cube size of one tree), then the client's weights and layout."""
+    inner = {c: w for c, (w, _) in EXISTING.items() if w < 2**31 - 1}
+    params = json.dumps({"revision": revision.to_json(),
+                         "groupCubeSize": group_cube_size(revision.desired_cube_size, 1),
+                         "bufferCapacity": 100_000, "existing": inner})
+    domains: dict[str, float] = {}
+    for row in (r for b in estimate_domains(params, iter(batches)) for r in b.to_pylist()):
+        domains[row["cube"]] = domains.get(row["cube"], 0.0) + row["domain"]
+    counts = {CubeId.from_string(c, 2): n for c, (_, n) in EXISTING.items()}
+    weights, layout = weights_and_layout(revision, domains, counts, rows, top_rows)
+    return domains, weights, layout
+
+
 def _plan(revision: Revision, max_rows: int = 100_000) -> WritePlan:
     statuses = {c: _Status(w, n) for c, (w, n) in EXISTING.items()}
     task = in_task_params(statuses, 100_000, 1_000_000)
@@ -82,17 +99,7 @@ def test_in_task_plan_equals_the_estimation_job_and_the_client_weights() -> None
     planned, rows = plan_in_task(_plan(revision), iter(_write_batches(batches)))
     assert sum(b.num_rows for b in rows) == 800 and planned.append_task is None
 
-    # what the regular path computes for the same rows in one partition: the estimation
-    # job's domains (group cube size of one tree), then the client's weights and layout
-    inner = {c: w for c, (w, _) in EXISTING.items() if w < 2**31 - 1}
-    params = json.dumps({"revision": revision.to_json(),
-                         "groupCubeSize": group_cube_size(revision.desired_cube_size, 1),
-                         "bufferCapacity": 100_000, "existing": inner})
-    domains: dict[str, float] = {}
-    for row in (r for b in estimate_domains(params, iter(batches)) for r in b.to_pylist()):
-        domains[row["cube"]] = domains.get(row["cube"], 0.0) + row["domain"]
-    counts = {CubeId.from_string(c, 2): n for c, (_, n) in EXISTING.items()}
-    weights, layout = weights_and_layout(revision, domains, counts, 800)
+    domains, weights, layout = _regular_path(revision, batches, 800)
     assert len(domains) > 3  # rows went below the existing inner cubes
     assert dict(planned.cube_weights) == weights
     assert planned.layout.to_json_value() == layout.to_json_value()
@@ -136,15 +143,7 @@ def test_a_compaction_task_indexes_rows_that_fill_a_cube_with_fine_top_bands() -
     batches = _batches(2_500, seed=4)
     planned, rows = plan_in_task(plan, iter(_write_batches(batches)))
     assert sum(b.num_rows for b in rows) == 2_500
-    inner = {c: w for c, (w, _) in EXISTING.items() if w < 2**31 - 1}
-    params = json.dumps({"revision": revision.to_json(),
-                         "groupCubeSize": group_cube_size(revision.desired_cube_size, 1),
-                         "bufferCapacity": 100_000, "existing": inner})
-    domains: dict[str, float] = {}
-    for row in (r for b in estimate_domains(params, iter(batches)) for r in b.to_pylist()):
-        domains[row["cube"]] = domains.get(row["cube"], 0.0) + row["domain"]
-    counts = {CubeId.from_string(c, 2): n for c, (_, n) in EXISTING.items()}
-    weights, layout = weights_and_layout(revision, domains, counts, 2_500, top_rows=62)
+    _domains, weights, layout = _regular_path(revision, batches, 2_500, top_rows=62)
     assert dict(planned.cube_weights) == weights
     assert planned.layout.to_json_value() == layout.to_json_value()
     assert planned.layout.edges == band_edges(2_500, 2_000, 62)  # 1/32 ... 1/2
