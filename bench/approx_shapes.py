@@ -35,8 +35,9 @@ coverage of the estimated ones is reported on its own.
 The sample is deterministic: every query on one table reads the same nested samples, so
 one unlucky sample (a 2.5-sigma average of the 43 dates below weight(1/16), say) shows in
 every query that stops there, and the queries' misses are not independent. ``--tables``
-spreads the queries over that many tables of the shape (seeds ``seed``, ``seed + 1``, ...):
-coverage over tables as well as over queries, which is what "95%" promises.
+spreads the queries over that many tables of the shape (seeds ``seed``, ``seed + 1``, ...),
+each with keys of its own (:func:`key_domain`), so each is its own sample of keys: coverage
+over tables as well as over queries, which is what "95%" promises.
 """
 
 from __future__ import annotations
@@ -67,6 +68,33 @@ FRACTIONS = (1 / 16, 1 / 8, 1 / 4)
 GROUPINGS: tuple[tuple[str, ...], ...] = ((), ("flag",), ("cat",))
 START = dt.date(2024, 1, 1)
 ROWS_PER_DAY = 250
+#: the seed whose table keeps the key domain above (dates from START, devices 0-1999,
+#: categories c0-c4); other seeds shift it (:func:`key_domain`)
+BASE_SEED = 37
+
+
+@dataclass(frozen=True)
+class KeyDomain:
+    """The values the keys of one table take. A weight is the hash of a key, so two tables
+    over the same keys sample the same keys: their coverage figures are one realization of
+    the hash, not two. Each seed gets its own domain, so the tables of ``--tables`` are
+    independent samples as well as independent data."""
+
+    start: dt.date  # the first date
+    first_device: int  # device ids are first_device .. first_device + 1999
+    categories: tuple[str, ...]
+
+
+def key_domain(seed: int) -> KeyDomain:
+    """The key domain of the table of ``seed`` (``BASE_SEED``: START, 0, c0-c4)."""
+    shift = seed - BASE_SEED
+    suffix = "" if shift == 0 else f"_{shift}"
+    return KeyDomain(
+        # 1,000 days apart (a table spans 800), 80 of them: pandas' dates end in 2262
+        start=START + dt.timedelta(days=1000 * (shift % 80)),
+        first_device=2000 * shift,
+        categories=tuple(f"c{i}{suffix}" for i in range(5)),
+    )
 
 
 def make_table(shape: str, rows: int, seed: int) -> Any:
@@ -79,20 +107,21 @@ def make_table(shape: str, rows: int, seed: int) -> Any:
     from qbeast_connect.index.hashing_np import spark_hash_columns
 
     rng = np.random.default_rng(seed)
+    domain = key_domain(seed)
     x = rng.lognormal(3.0, 0.8, rows)
     if shape == "d":
         x = (rng.pareto(1.5, rows) + 1.0) * 10.0
     elif shape == "f":
         x = np.where(rng.random(rows) < 0.01, x, 0.0)
-    dev = rng.integers(0, 2000, rows).astype(float)
+    dev = (rng.integers(0, 2000, rows) + domain.first_device).astype(float)
     dev[rng.random(rows) < 0.6] = np.nan
     days = rng.integers(0, max(rows // ROWS_PER_DAY, 1), rows)
     frame = pd.DataFrame(
         {
             "id": np.arange(rows, dtype=np.int64),
             "u": rng.random(rows) * 100.0,
-            "d": pd.to_datetime(START) + pd.to_timedelta(days, unit="D"),
-            "cat": np.array(["c0", "c1", "c2", "c3", "c4"])[rng.integers(0, 5, rows)],
+            "d": pd.to_datetime(domain.start) + pd.to_timedelta(days, unit="D"),
+            "cat": np.array(domain.categories)[rng.integers(0, 5, rows)],
             "flag": np.where(rng.random(rows) < 0.3, "A", "B"),
             "dev": dev,
             "x": x,
@@ -101,9 +130,9 @@ def make_table(shape: str, rows: int, seed: int) -> Any:
     arrays = {
         "id": pa.array(frame["id"], pa.int64()),
         "u": pa.array(frame["u"], pa.float64()),
-        "d": pa.array(START.toordinal() - dt.date(1970, 1, 1).toordinal() + days, pa.int32()).cast(
-            pa.date32()
-        ),
+        "d": pa.array(
+            domain.start.toordinal() - dt.date(1970, 1, 1).toordinal() + days, pa.int32()
+        ).cast(pa.date32()),
         "cat": pa.array(frame["cat"], pa.string()),
         "dev": pa.array(frame["dev"], pa.int32(), from_pandas=True),
     }
@@ -130,7 +159,7 @@ class Query:
         return frame if self.local_where is None else frame.query(self.local_where)
 
 
-def _filter(rng: random.Random, days: int) -> tuple[str | None, str | None]:
+def _filter(rng: random.Random, days: int, domain: KeyDomain) -> tuple[str | None, str | None]:
     kind = rng.choice(["none", "u", "dates", "cat", "flag"])
     if kind == "u":
         low = rng.uniform(0, 70)
@@ -138,14 +167,14 @@ def _filter(rng: random.Random, days: int) -> tuple[str | None, str | None]:
         return f"u >= {low:.3f} AND u < {high:.3f}", f"u >= {low:.3f} and u < {high:.3f}"
     if kind == "dates":
         length = rng.randrange(days // 5, days * 3 // 5)
-        first = START + dt.timedelta(days=rng.randrange(0, days - length))
+        first = domain.start + dt.timedelta(days=rng.randrange(0, days - length))
         last = first + dt.timedelta(days=length)
         return (
             f"d >= DATE'{first}' AND d < DATE'{last}'",
             f"d >= '{first}' and d < '{last}'",
         )
     if kind == "cat":
-        c = f"c{rng.randrange(5)}"
+        c = domain.categories[rng.randrange(5)]
         return f"cat = '{c}'", f"cat == '{c}'"
     if kind == "flag":
         return "flag = 'B'", "flag == 'B'"
@@ -159,7 +188,7 @@ def random_queries(n: int, seed: int, rows: int) -> list[Query]:
     for _ in range(n):
         kind = rng.choice(["count", "sum", "avg"])
         text = "count(*) AS a" if kind == "count" else f"{kind}(x) AS a"
-        where, local = _filter(rng, max(rows // ROWS_PER_DAY, 5))
+        where, local = _filter(rng, max(rows // ROWS_PER_DAY, 5), key_domain(seed))
         grouping = rng.choice(GROUPINGS)
         if rng.random() < 0.5:
             out.append(Query(text, where, local, grouping, rng.choice(ERRORS), None))
