@@ -128,6 +128,10 @@ def cmd_server_start(args: argparse.Namespace) -> int:
             "stop it with 'qbeast-connect server stop' or use another --state-dir"
         )
     _parse_conf(args.conf)  # fail early on a malformed setting
+    if args.catalog:
+        from qbeast_connect.spark.server import persistent_catalog
+
+        persistent_catalog(args.catalog)  # and on a catalog directory Derby cannot open
     if args.delta:
         from qbeast_connect.spark.delta_jvm import delta_jars
 
@@ -160,6 +164,8 @@ def cmd_server_start(args: argparse.Namespace) -> int:
         argv += ["--master", args.master]
     if args.delta:
         argv.append("--delta")
+    if args.catalog:
+        argv += ["--catalog", str(Path(args.catalog).expanduser().resolve())]
     for pair in args.conf:
         argv += ["--conf", pair]
     with open(Path(path.parent) / "supervisor.log", "ab") as out:
@@ -192,6 +198,10 @@ def _run_foreground(args: argparse.Namespace, path: Path) -> int:
     log_file = args.log_file or str(path.parent / "server.log")
     path.parent.mkdir(parents=True, exist_ok=True)
     conf = _parse_conf(args.conf)
+    if args.catalog:
+        from qbeast_connect.spark.server import persistent_catalog
+
+        conf = {**persistent_catalog(args.catalog), **conf}
     if args.delta:
         from qbeast_connect.spark.delta_jvm import with_delta
 
@@ -500,6 +510,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="a Spark setting for the server (repeatable)",
+    )
+    start.add_argument(
+        "--catalog",
+        default=None,
+        metavar="DIR",
+        help="keep the server's catalog (a local metastore) in DIR, so that table names "
+        "made with CREATE TABLE outlive restarts (default: in memory)",
     )
     start.add_argument(
         "--delta",

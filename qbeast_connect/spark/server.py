@@ -26,7 +26,12 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from qbeast_connect.exceptions import JavaNotFoundError, MissingDependencyError, QbeastError
+from qbeast_connect.exceptions import (
+    InvalidOptionError,
+    JavaNotFoundError,
+    MissingDependencyError,
+    QbeastError,
+)
 from qbeast_connect.spark import class_archive
 from qbeast_connect.spark.files import DRIVER_LISTING_PATHS, LISTING_THRESHOLD_CONF
 
@@ -71,6 +76,37 @@ DEFAULT_SERVER_CONF: Mapping[str, str] = {
 
 #: Seconds a stopping server that writes the class archive gets before it is killed.
 ARCHIVE_WRITE_S = 120.0
+
+
+def persistent_catalog(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """Server settings that keep the catalog's table names in ``directory``.
+
+    The server's catalog becomes Spark's Hive-compatible one, with its metastore in an
+    embedded Derby database (``<directory>/metastore_db``) and the data of managed tables
+    in ``<directory>/warehouse``. Pyspark's own jars hold all of it, so nothing is fetched.
+    A name made with ``CREATE TABLE … USING qbeast`` is then still there after a
+    restart of a server started with the same directory. Derby lets one server at a time
+    open the directory.
+
+    Raises:
+        InvalidOptionError: ``directory`` holds a ``;``, which would end Derby's URL.
+    """
+    path = Path(directory).expanduser().resolve()
+    if ";" in str(path):
+        raise InvalidOptionError(
+            f"catalog directory {str(path)!r} contains ';', which Derby's URL cannot hold: "
+            "choose a directory without it"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(path / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={path / 'metastore_db'};create=true"
+        ),
+        # Derby's own log goes next to its database, not to the server's working directory
+        class_archive.JAVA_OPTIONS_CONF: f"-Dderby.system.home={path}",
+    }
 
 
 def find_java() -> str:

@@ -7,8 +7,10 @@ import contextlib
 import os
 import threading
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.spark.server import LocalConnectServer
 
 if TYPE_CHECKING:
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 _cache: dict[str, SparkSession] = {}
 _embedded: dict[str, LocalConnectServer] = {}
+#: the catalog directory each embedded server was started with (None: in memory)
+_catalogs: dict[str, str | None] = {}
 #: The cache key of the embedded server that runs Delta's engine too.
 DELTA_EMBEDDED = "embedded+delta"
 
@@ -30,6 +34,7 @@ def session(
     retry_timeout: float | None = None,
     call_timeout: float | None = None,
     delta: bool = False,
+    catalog: str | os.PathLike[str] | None = None,
     **conf: str,
 ) -> SparkSession:
     """Return a Spark Connect session with the qbeast server plugin available.
@@ -52,6 +57,11 @@ def session(
             ``DELETE``/``UPDATE``/``MERGE``/``OPTIMIZE``/``VACUUM`` work next to qbeast; it is
             a server of its own, apart from the one ``session()`` starts. A remote server must
             already run Delta's extension (``qbeast-connect server start --delta``).
+        catalog: a directory where the embedded server keeps its catalog (a local
+            metastore, see :func:`~qbeast_connect.spark.server.persistent_catalog`), so that
+            names made with ``CREATE TABLE … USING qbeast`` outlive the server: the next
+            ``session(catalog=<the same directory>)`` finds them. None (the default): an
+            in-memory catalog, empty at every start. A remote server uses its own catalog.
         **conf: Spark settings. For an embedded server they are passed at start-up, so
             static settings work too; for a remote server they are set on the session.
 
@@ -64,7 +74,8 @@ def session(
         PluginUnavailableError: the server cannot import the qbeast server plugin.
         ServerUnavailableError: the server did not answer within ``connect_timeout``
             (later calls raise it when their server is gone or leaves a call unanswered).
-        InvalidOptionError: a timeout is not a positive number of seconds.
+        InvalidOptionError: a timeout is not a positive number of seconds; ``catalog`` given
+            with a remote server, or while the embedded server runs with another catalog.
         MissingDependencyError: ``delta=True`` and Delta's jars could not be fetched, or the
             remote server does not run Delta's extension.
 
@@ -79,7 +90,20 @@ def session(
     call_s = timeouts.call_timeout(call_timeout)
     remote = remote or os.environ.get("SPARK_REMOTE")
     target = remote or (DELTA_EMBEDDED if delta else "embedded")
+    wanted = _catalog_dir(catalog)
     with _lock:
+        running = _embedded.get(target)
+        if (
+            remote is None
+            and wanted is not None
+            and running is not None
+            and running.is_running()
+            and _catalogs.get(target) != wanted
+        ):
+            raise InvalidOptionError(
+                f"the embedded server runs with catalog {_catalogs.get(target)!r}, not "
+                f"{wanted!r}: call qc.stop() first to restart it with another one"
+            )
         cached = _cache.get(target)
         if cached is not None and not _is_stopped(cached):
             if not _server_gone(cached):
@@ -91,14 +115,22 @@ def session(
             server = _embedded.get(target)
             if server is None or not server.is_running():
                 server_conf = {k: str(v) for k, v in conf.items()}
+                if wanted is not None:
+                    server_conf = _with_catalog(server_conf, wanted)
                 if delta:
                     from qbeast_connect.spark.delta_jvm import with_delta
 
                     server_conf = with_delta(server_conf)
                 server = LocalConnectServer(conf=server_conf).start()
                 _embedded[target] = server
+                _catalogs[target] = wanted
             url, session_conf = server.url, {}
         else:
+            if catalog is not None:
+                raise InvalidOptionError(
+                    "catalog= sets the embedded server's catalog; a remote server keeps its "
+                    "own (start it with 'qbeast-connect server start --catalog DIR')"
+                )
             url, session_conf = target, conf
         spark, policy = _connect(url, connect_s, call_s)
         try:
@@ -117,6 +149,23 @@ def session(
         attach(spark)
         _cache[target] = spark
         return spark
+
+
+def _catalog_dir(catalog: str | os.PathLike[str] | None) -> str | None:
+    return None if catalog is None else str(Path(catalog).expanduser().resolve())
+
+
+def _with_catalog(conf: dict[str, str], directory: str) -> dict[str, str]:
+    """``conf`` with the settings of a persistent catalog in ``directory`` (the caller's
+    own driver JVM options kept, the catalog's added after them)."""
+    from qbeast_connect.spark.class_archive import JAVA_OPTIONS_CONF
+    from qbeast_connect.spark.server import persistent_catalog
+
+    extra = persistent_catalog(directory)
+    java = extra.pop(JAVA_OPTIONS_CONF)
+    merged = {**extra, **conf}
+    merged[JAVA_OPTIONS_CONF] = " ".join(x for x in (conf.get(JAVA_OPTIONS_CONF, ""), java) if x)
+    return merged
 
 
 def embedded_server(delta: bool = False) -> LocalConnectServer | None:
