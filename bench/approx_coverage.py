@@ -117,14 +117,17 @@ def _groups(frame: Any, keys: tuple[str, ...]) -> dict[tuple[Any, ...], Any]:
     }
 
 
-def evaluate(query: Query, rows: Any) -> list[dict[str, Any]]:
-    """Per group: the exact answer and the estimate from the query's sample, locally."""
+def evaluate(query: Query, rows: Any, probability: float | None = None) -> list[dict[str, Any]]:
+    """Per group: the exact answer and the estimate from the query's sample, locally.
+    ``probability``: the inclusion probability to estimate with (``approx``'s
+    ``ApproxResult.probability``, which is the sample's realized share of the candidate
+    rows when the log tells it); by default that of the fraction."""
     from qbeast_connect.approx import estimate, inclusion_probability, parse_aggregates, z_value
     from qbeast_connect.model.weight import weight_from_fraction
 
     (agg,) = parse_aggregates(query.aggregate)
     matched = query.matching(rows)
-    p = inclusion_probability(query.fraction)
+    p = inclusion_probability(query.fraction) if probability is None else probability
     sampled = (
         matched
         if p >= 1.0

@@ -300,6 +300,7 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
             aggregates=aggregates,
             group_by=query.group_by,
             groups=group_sums(sampled, query.group_by) if len(sampled) else {},
+            sampledShare=_sampled_share(rows, fraction),
             fraction=fraction,
             bytesRead=0,
             confidence=0.95,
@@ -312,6 +313,19 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
         if following is None:
             return fraction, {k: v[0] for k, v in result.estimates().items()}
         fraction = following
+
+
+def _sampled_share(rows: Any, fraction: float) -> float | None:
+    """The share of the table's rows below ``weight(fraction)``, as ``approx`` takes it from
+    the log (``BandPlanner.sampled_share``) when each file lies wholly on one side of the
+    band's end (here: as if every row of the table were a candidate); None, as there, when
+    rows whose indexed columns are all NULL exist, or for a full read."""
+    from qbeast_connect.model.weight import weight_from_fraction
+
+    if fraction >= 1.0 or bool(rows["_null"].any()):
+        return None
+    below = int((rows["_w"] < weight_from_fraction(fraction)).sum())
+    return below / len(rows) if below else None
 
 
 def _first(wanted: int, rows: int) -> float:

@@ -24,6 +24,7 @@ from bench.approx_coverage import (
     write_table,
 )
 from bench.common import lineitem
+from qbeast_connect.model.weight import weight_from_fraction
 
 
 def test_approx_intervals_cover_random_tpch_queries(remote_spark: Any, tmp_path: Path) -> None:
@@ -54,8 +55,13 @@ def test_approx_intervals_cover_random_tpch_queries(remote_spark: Any, tmp_path:
 
 
 def _agree(query: Query, result: Any, rows: Any) -> None:
-    """approx()'s rows equal the local evaluation of the query, group by group."""
-    local = {g["key"]: g for g in evaluate(query, rows)}
+    """approx()'s rows equal the local evaluation of the query, group by group, with the
+    inclusion probability approx used (the sample's realized share when the log tells it,
+    checked against the rows themselves for a whole-table query)."""
+    if query.where is None and result.sampledShare is not None:
+        below = rows[(rows["_w"] < weight_from_fraction(query.fraction)) & ~rows["_null"]]
+        assert result.sampledShare == pytest.approx(len(below) / len(rows), rel=1e-12)
+    local = {g["key"]: g for g in evaluate(query, rows, result.probability)}
     got = {tuple(r[c] for c in query.group_by): r for r in result.rows()}
     assert got.keys() == local.keys(), query
     for key, row in got.items():

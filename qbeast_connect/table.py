@@ -602,7 +602,15 @@ class QbeastTable:
         if where is not None:
             nulls = (F.expr(where) if isinstance(where, str) else where) & nulls
         return run_approx(
-            BandPlanner(self._planner(where), self._planner(nulls)),
+            BandPlanner(
+                self._planner(where),
+                self._planner(nulls),
+                weighted_revisions=frozenset(
+                    rid
+                    for rid, revision in self._qbeast.revisions.items()
+                    if list(revision.column_names) == list(columns)
+                ),
+            ),
             read_band,
             aggregates,
             group_by=groupBy,

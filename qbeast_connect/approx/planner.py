@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from qbeast_connect.approx.bands import covered_fraction
 from qbeast_connect.approx.result import first_fraction
 from qbeast_connect.model.block import IndexFile
+from qbeast_connect.model.weight import weight_from_fraction
 from qbeast_connect.planning.file_planner import ScanPlan
 
 __all__ = ["Band", "BandPlanner", "PlanFiles"]
@@ -88,9 +89,15 @@ class BandPlanner:
             (:func:`~qbeast_connect.approx.bands.approx_band_sql`). None: no such files.
     """
 
-    def __init__(self, plan: PlanFiles, plan_nulls: PlanFiles | None = None) -> None:
+    def __init__(
+        self,
+        plan: PlanFiles,
+        plan_nulls: PlanFiles | None = None,
+        weighted_revisions: frozenset[int] = frozenset(),
+    ) -> None:
         self._plan = plan
         self._plan_nulls = plan_nulls
+        self._weighted = weighted_revisions
         self._candidates: tuple[IndexFile, ...] | None = None
         self._null_files: tuple[IndexFile, ...] | None = None
 
@@ -126,6 +133,42 @@ class BandPlanner:
         if widen:
             to_fraction = covered_fraction(self.candidates, plan.files, from_fraction, to_fraction)
         return Band(plan, from_fraction, to_fraction)
+
+    def sampled_share(self, to_fraction: float) -> float | None:
+        """The share of the candidate rows whose weight is below ``weight(to_fraction)``,
+        when the log tells it exactly; else None.
+
+        A sample of weights holds each weight with probability ``p``, but the rows it
+        actually holds are one draw: on TPC-H sf 1, 93,107 rows lie below ``weight(1/64)``
+        where ``p`` expects 93,769 (2.2 standard deviations fewer), and every estimate that
+        divides by ``p`` is that much low. When each candidate file lies wholly below or
+        wholly at or above the band's end (its rows' largest weight, the writer's tag
+        ``qbeastConnect.maxRowWeight``, and its smallest, from the blocks), the rows below
+        it are the sum of those files' ``numRecords``, and their share of the candidates'
+        rows is the sample's realized rate: the estimators use it for ``p`` (a ratio
+        estimator on the candidate rows, docs/approx.md). None when a file straddles the end,
+        lacks the tag or its statistics, has deleted rows, belongs to a revision hashing
+        other columns, or when rows whose indexed columns are all NULL may match (read in
+        full, they are no part of the sample).
+        """
+        if to_fraction >= 1.0 or self.null_files:
+            return None
+        end = weight_from_fraction(to_fraction)
+        below = total = 0
+        for f in self.candidates:
+            if (
+                f.is_staging
+                or f.num_records is None
+                or f.deleted_rows
+                or f.revision_id not in self._weighted
+            ):
+                return None
+            total += f.num_records
+            if f.max_row_weight is not None and f.max_row_weight < end:
+                below += f.num_records
+            elif f.min_row_weight < end:
+                return None  # rows on both sides of the end, or no tag to tell
+        return below / total if below > 0 else None
 
     def known_rows(self) -> int | None:
         """The rows of :attr:`candidates` when every one records its count (Delta's

@@ -74,12 +74,18 @@ class ApproxResult:
     #: matching the filter or not, when none matched: what an unseen weight is taken to
     #: bring (:func:`next_fraction`)
     rowsPerWeight: float | None = None  # noqa: N815
+    #: the share of the candidate rows the sample holds, from the log
+    #: (:meth:`~qbeast_connect.approx.planner.BandPlanner.sampled_share`): used for the
+    #: inclusion probability when known
+    sampledShare: float | None = None  # noqa: N815
     # not an init field: dataclasses.replace gives a fresh cache, never stale estimates
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, init=False)
 
     @property
     def probability(self) -> float:
         """The chance that any one row was read (1.0 when every row was)."""
+        if self.sampledShare is not None and self.fraction < 1.0:
+            return self.sampledShare
         return inclusion_probability(self.fraction)
 
     @property

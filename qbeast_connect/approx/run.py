@@ -335,6 +335,7 @@ def run_approx(
             knownRows=known,
             coveredRows=planner.candidate_rows(),
             rowsPerWeight=per_weight,
+            sampledShare=planner.sampled_share(band.to_fraction),
         )
         following = None if fraction is not None else next_fraction(result)
         if following is None:

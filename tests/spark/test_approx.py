@@ -130,6 +130,27 @@ def test_approx_relative_error_reads_a_small_share_of_the_bytes(table: tuple[Any
     assert result.bytesRead <= 0.25 * result.totalBytes
 
 
+def test_the_sample_share_from_the_log_is_the_rows_below_the_bands_end(
+    table: tuple[Any, Any],
+) -> None:
+    """Issue #37: an estimate divides by the share of rows its sample holds. The hash puts
+    more or fewer rows below ``weight(f)`` than ``p`` says (TPC-H sf 1: 2.2 standard
+    deviations fewer below 1/64), so where the files tell the exact share (each wholly on
+    one side of the band's end), approx uses it. Checked against the rows themselves, and
+    a filtered count of every row is then exact."""
+    from qbeast_connect.model.weight import weight_from_fraction
+
+    t, plain = table
+    result = t.approx("count(*) AS n", where="a >= 0", relativeError=0.05)
+    assert result.sampledShare is not None, result.steps  # the first band's files are aligned
+    below = plain.where(f"hash(x, a) < {weight_from_fraction(result.fraction)}").count()
+    assert result.sampledShare == pytest.approx(below / N, rel=1e-12)
+    (row,) = result.rows()
+    # every row matches: the count is the sampled rows over their share, N exactly
+    assert row["n"] == pytest.approx(N, rel=1e-9)
+    assert row["n_low"] <= N <= row["n_high"]
+
+
 def test_a_low_spread_sum_reads_the_rows_its_spread_needs(table: tuple[Any, Any]) -> None:
     """Issue #37, bytes that follow the precision asked: the first band was sized from a
     prior (an exponential spread: 19,208 rows for a sum at 2%), so this query read the whole

@@ -198,3 +198,65 @@ def test_the_first_band_also_opens_the_files_that_may_hold_all_null_rows() -> No
     )
     planner.band(0.0, TOP / 2)
     assert null_plans == [(None, None)]  # planned once
+
+
+def _banded(max_top: int | None, deleted: int = 0) -> QbeastSnapshot:
+    """A table of three files: 900 rows below weight(1/64) (largest row weight ``max_top``,
+    the writer's tag), and 2 files of 50,000 rows from weight(1/64) on."""
+    revision = make_revision(1, (0, 1000), (-1.0, 1.0), random.Random(7))
+    w = weight_from_fraction
+    top = IndexFile(
+        "top.parquet",
+        1000,
+        0,
+        1,
+        (Block("", MIN_WEIGHT, w(1 / 64), 900),),
+        900,
+        max_row_weight=max_top,
+        deleted_rows=deleted,
+    )
+    rest = [
+        IndexFile(f"r{k}.parquet", 9000, 0, 1, (Block("", w(1 / 64) + k, w(1.0), 50_000),), 50_000)
+        for k in range(2)
+    ]
+    configuration = {"qbeast.lastRevisionID": "1", "qbeast.revision.1": revision.to_json()}
+    return QbeastSnapshot(configuration, (top, *rest), 0)
+
+
+def test_the_rows_a_sample_holds_come_from_the_log_when_files_do_not_straddle_its_end() -> None:
+    """The sample's realized share of the candidate rows replaces p when the log tells it:
+    900 rows of 100,900 below weight(1/64) is 0.892%, not the 1.5625% p says (an unlucky
+    draw of the hash: every estimate dividing by p would be 43% low)."""
+    w = weight_from_fraction
+
+    def planner(snapshot: QbeastSnapshot, revisions: frozenset[int]) -> BandPlanner:
+        def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+            return plan_files(snapshot, None, fraction, from_fraction=from_fraction)
+
+        return BandPlanner(plan, weighted_revisions=revisions)
+
+    inside = planner(_banded(w(1 / 64) - 1), frozenset({1}))
+    assert inside.sampled_share(1 / 64) == pytest.approx(900 / 100_900)
+    assert inside.sampled_share(1 / 128) is None  # the top file straddles 1/128
+    assert inside.sampled_share(1.0) is None  # a full read needs no share
+    # unknown: no tag, deleted rows, a revision hashing other columns
+    assert planner(_banded(None), frozenset({1})).sampled_share(1 / 64) is None
+    assert planner(_banded(w(1 / 64) - 1, deleted=3), frozenset({1})).sampled_share(1 / 64) is None
+    assert planner(_banded(w(1 / 64) - 1), frozenset()).sampled_share(1 / 64) is None
+    # the estimators divide by it
+    from qbeast_connect.approx.result import ApproxResult
+
+    aggregates = parse_aggregates("count(*) AS n")
+    sums = {"rows": 900, "keys": 900, "r2": 900, "n0": 900, "k0": 900}
+    result = ApproxResult(
+        aggregates=aggregates,
+        group_by=(),
+        groups={(): sums},
+        fraction=1 / 64,
+        bytesRead=0,
+        confidence=0.95,
+        z=1.96,
+        sampledShare=inside.sampled_share(1 / 64),
+    )
+    assert result.probability == pytest.approx(900 / 100_900)
+    assert result.estimates()[()][0].value == pytest.approx(100_900)
