@@ -85,8 +85,31 @@ def freeze(df: DataFrame) -> DataFrame:
 
     Every later job on the result reads the same rows. The copy lives until
     :func:`release` (or, failing that, until the returned DataFrame is garbage collected).
+
+    The result belongs to ``df``'s session. Pyspark 4.2 gives a checkpoint's result to the
+    thread's *active* session instead (``conversion.proto_to_remote_cached_dataframe``), and
+    the server keeps the copy in ``df``'s session only. So with two sessions in a process
+    (``qc.session()`` next to ``qc.session(delta=True)``), every job on the result ran in the
+    other session and failed with ``CONNECT_INVALID_PLAN`` (no DataFrame with that id).
     """
-    return df.localCheckpoint(eager=True)
+    frozen = df.localCheckpoint(eager=True)
+    return _in_session(frozen, df.sparkSession)
+
+
+def _in_session(frozen: DataFrame, session: Any) -> DataFrame:
+    """``frozen`` (a checkpoint's result) as a DataFrame of ``session``, where the server
+    keeps its copy. The stray wrapper gives up the relation id, so its ``__del__`` sends no
+    call (to the wrong session, or at all)."""
+    plan: Any = getattr(frozen, "_plan", None)
+    relation_id = getattr(plan, "_relation_id", None)
+    if relation_id is None or frozen.sparkSession is session:
+        return frozen
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.plan import CachedRemoteRelation
+
+    own = ConnectDataFrame(plan=CachedRemoteRelation(relation_id, session), session=session)
+    plan._relation_id = None
+    return own
 
 
 def release(df: DataFrame) -> None:

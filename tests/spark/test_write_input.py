@@ -121,6 +121,40 @@ def test_a_frozen_input_is_released_by_the_write_not_by_the_garbage_collector(
     assert sorted(deltalake_table(table_path).column("id").to_pylist()) == list(range(200))
 
 
+def test_a_frozen_input_stays_in_its_own_session_when_another_is_active(
+    spark: Any, table_path: str
+) -> None:
+    """Pyspark 4.2 gives a ``localCheckpoint`` result to the thread's active session, while
+    the server keeps the copy in the DataFrame's own. With a second session active (as
+    ``qc.session(delta=True)`` next to ``qc.session()``), a write of a ``rand()`` input
+    failed with ``CONNECT_INVALID_PLAN`` (found when the suite's file order changed)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    from qbeast_connect.spark.session import embedded_server
+    from qbeast_connect.spark.write_input import freeze, release
+
+    server = embedded_server()
+    assert server is not None
+    holder = ConnectSession._active_session
+    active, default = getattr(holder, "session", None), ConnectSession._default_session
+    other = ConnectSession.builder.remote(server.url).create()
+    try:
+        holder.session = other  # the other session is the thread's active one
+        df = spark.range(0, 300, numPartitions=2).selectExpr("id", "rand() as x")
+        frozen = freeze(df)
+        assert frozen.sparkSession is spark
+        assert frozen.count() == 300
+        release(frozen)
+        result = qc.write(df, table_path, columnsToIndex="x")
+        assert result.num_rows == 300
+    finally:
+        holder.session = active
+        ConnectSession._default_session = default
+        other.stop()
+        holder.session = active
+    assert sorted(deltalake_table(table_path).column("id").to_pylist()) == list(range(300))
+
+
 def test_rand_input_is_written_once_inside_its_revision(spark: Any, table_path: str) -> None:
     df = spark.range(0, 6000, numPartitions=3).selectExpr("id", "rand() as x")
     result = qc.write(df, table_path, columnsToIndex="x", cubeSize=500)
