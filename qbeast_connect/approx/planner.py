@@ -171,14 +171,15 @@ class BandPlanner:
         return below / total if below > 0 else None
 
     def known_rows(self) -> int | None:
-        """The rows of :attr:`candidates` when every one records its count (Delta's
-        ``numRecords``), else None. Without a filter these are exactly the rows an answer
-        covers (the tables read here have no deletion vectors: the protocol check refuses
-        them)."""
+        """The live rows of :attr:`candidates` when every one records its count (Delta's
+        ``numRecords``, less the rows its deletion vector marks deleted: the vector's
+        exact ``cardinality``), else None. Without a filter these are exactly the rows an
+        answer covers. (``numRecords`` alone counted deleted rows too: ``count(*)`` of a
+        table with deletion vectors was given, as exact, the rows before the deletes.)"""
         counts = [f.num_records for f in self.candidates]
         if any(c is None for c in counts):
             return None
-        return sum(c for c in counts if c is not None)
+        return sum(f.live_rows for f in self.candidates)
 
     def first_band(self, rows: int) -> Band:
         """The first band of an online aggregation that wants about ``rows`` sampled rows.

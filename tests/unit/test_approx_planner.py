@@ -260,3 +260,18 @@ def test_the_rows_a_sample_holds_come_from_the_log_when_files_do_not_straddle_it
     )
     assert result.probability == pytest.approx(900 / 100_900)
     assert result.estimates()[()][0].value == pytest.approx(100_900)
+
+
+def test_the_rows_known_from_the_log_leave_out_rows_deleted_by_vectors() -> None:
+    """Without filter nor group, ``count(*)`` is the log's row count, given as exact. It
+    summed ``numRecords``, which counts the rows a deletion vector marks deleted too: on a
+    table where Delta deleted 3 of the top file's 900 rows, approx answered 100,900 rows
+    exactly for 100,897."""
+    snapshot = _banded(weight_from_fraction(1 / 64) - 1, deleted=3)
+
+    def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        return plan_files(snapshot, None, fraction, from_fraction=from_fraction)
+
+    planner = BandPlanner(plan, weighted_revisions=frozenset({1}))
+    assert planner.known_rows() == 100_897
+    assert planner.candidate_rows() == 100_897
