@@ -199,9 +199,9 @@ def _run_foreground(args: argparse.Namespace, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     conf = _parse_conf(args.conf)
     if args.catalog:
-        from qbeast_connect.spark.server import persistent_catalog
+        from qbeast_connect.spark.server import with_persistent_catalog
 
-        conf = {**persistent_catalog(args.catalog), **conf}
+        conf = with_persistent_catalog(conf, args.catalog)
     if args.delta:
         from qbeast_connect.spark.delta_jvm import with_delta
 

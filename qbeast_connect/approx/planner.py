@@ -176,10 +176,9 @@ class BandPlanner:
         exact ``cardinality``), else None. Without a filter these are exactly the rows an
         answer covers. (``numRecords`` alone counted deleted rows too: ``count(*)`` of a
         table with deletion vectors was given, as exact, the rows before the deletes.)"""
-        counts = [f.num_records for f in self.candidates]
-        if any(c is None for c in counts):
+        if any(f.num_records is None for f in self.candidates):
             return None
-        return sum(f.live_rows for f in self.candidates)
+        return self.candidate_rows()
 
     def first_band(self, rows: int) -> Band:
         """The first band of an online aggregation that wants about ``rows`` sampled rows.

@@ -109,6 +109,20 @@ def persistent_catalog(directory: str | os.PathLike[str]) -> dict[str, str]:
     }
 
 
+def with_persistent_catalog(
+    conf: Mapping[str, str], directory: str | os.PathLike[str]
+) -> dict[str, str]:
+    """``conf`` with the settings of :func:`persistent_catalog` in ``directory``: the
+    caller's own settings win, and its own driver JVM options are kept, the catalog's
+    added after them."""
+    extra = persistent_catalog(directory)
+    java = extra.pop(class_archive.JAVA_OPTIONS_CONF)
+    merged = {**extra, **conf}
+    own = conf.get(class_archive.JAVA_OPTIONS_CONF, "")
+    merged[class_archive.JAVA_OPTIONS_CONF] = " ".join(x for x in (own, java) if x)
+    return merged
+
+
 def find_java() -> str:
     """Return the path of the ``java`` executable a server would use.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import InvalidOptionError
-from qbeast_connect.spark.server import LocalConnectServer
+from qbeast_connect.spark.server import LocalConnectServer, with_persistent_catalog
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession
@@ -116,7 +116,7 @@ def session(
             if server is None or not server.is_running():
                 server_conf = {k: str(v) for k, v in conf.items()}
                 if wanted is not None:
-                    server_conf = _with_catalog(server_conf, wanted)
+                    server_conf = with_persistent_catalog(server_conf, wanted)
                 if delta:
                     from qbeast_connect.spark.delta_jvm import with_delta
 
@@ -153,19 +153,6 @@ def session(
 
 def _catalog_dir(catalog: str | os.PathLike[str] | None) -> str | None:
     return None if catalog is None else str(Path(catalog).expanduser().resolve())
-
-
-def _with_catalog(conf: dict[str, str], directory: str) -> dict[str, str]:
-    """``conf`` with the settings of a persistent catalog in ``directory`` (the caller's
-    own driver JVM options kept, the catalog's added after them)."""
-    from qbeast_connect.spark.class_archive import JAVA_OPTIONS_CONF
-    from qbeast_connect.spark.server import persistent_catalog
-
-    extra = persistent_catalog(directory)
-    java = extra.pop(JAVA_OPTIONS_CONF)
-    merged = {**extra, **conf}
-    merged[JAVA_OPTIONS_CONF] = " ".join(x for x in (conf.get(JAVA_OPTIONS_CONF, ""), java) if x)
-    return merged
 
 
 def embedded_server(delta: bool = False) -> LocalConnectServer | None:

@@ -12,9 +12,8 @@ import pytest
 import qbeast_connect as qc
 from qbeast_connect import cli
 from qbeast_connect.exceptions import InvalidOptionError
-from qbeast_connect.spark import session as session_module
 from qbeast_connect.spark.class_archive import JAVA_OPTIONS_CONF
-from qbeast_connect.spark.server import persistent_catalog
+from qbeast_connect.spark.server import persistent_catalog, with_persistent_catalog
 
 
 def test_the_catalog_settings_put_the_metastore_and_warehouse_in_the_directory(
@@ -40,7 +39,7 @@ def test_a_directory_derby_cannot_name_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_users_own_jvm_options_are_kept_beside_the_catalogs(tmp_path: Path) -> None:
-    conf = session_module._with_catalog(
+    conf = with_persistent_catalog(
         {JAVA_OPTIONS_CONF: "-Xss4m", "spark.sql.warehouse.dir": "/elsewhere"},
         str(tmp_path),
     )
