@@ -138,7 +138,54 @@ def make_table(shape: str, rows: int, seed: int) -> Any:
     }
     frame["_w"] = spark_hash_columns([arrays[c] for c in SHAPES[shape][1]])
     frame["_null"] = np.logical_and.reduce([frame[c].isna() for c in SHAPES[shape][1]])
+    frame["_file"] = _files(frame["_w"].to_numpy(), rng)
     return frame
+
+
+#: The cube size of the files :func:`_files` lays out, and the children of a cube.
+CUBE_SIZE = 5_000
+FANOUT = 4
+
+
+def _files(weights: Any, rng: Any) -> Any:
+    """Each row's data file, as a qbeast write of the table would lay them out: an OTree of
+    :data:`CUBE_SIZE` rows per cube, each cube one file; the root holds the rows of the
+    smallest weights, each level below :data:`FANOUT` times as many cubes with the next
+    smallest, each row in the cube of its place in the space (here a random one: the
+    measures are independent of where a row lies). What matters to ``approx`` is which
+    files hold rows above a band's end, and the extremes of each file's measure (their
+    Delta statistics, ``BandPlanner.unread_extremes``)."""
+    import numpy as np
+
+    rank = np.empty(len(weights), dtype=np.int64)
+    rank[np.argsort(weights, kind="stable")] = np.arange(len(weights))
+    files = np.zeros(len(weights), dtype=np.int64)
+    first, cubes, level_start = 0, 1, 0
+    while first < len(weights):
+        last = first + cubes * CUBE_SIZE
+        here = (rank >= first) & (rank < last)
+        files[here] = level_start + rng.integers(0, cubes, int(here.sum()))
+        first, level_start, cubes = last, level_start + cubes, cubes * FANOUT
+    return files
+
+
+def _no_extremes(rows: Any, fraction: float) -> dict[str, Any]:
+    """Nothing known of the values not read (``--without-unread-extremes``)."""
+    return {}
+
+
+def _unread_extremes(rows: Any, fraction: float) -> dict[str, Any]:
+    """``{"x": UnreadExtremes}`` over the files of :func:`_files` holding a row of weight at
+    or above ``weight(fraction)``, as ``approx`` takes it from the log; nothing for a full
+    read."""
+    from qbeast_connect.approx.estimators import UnreadExtremes
+    from qbeast_connect.model.weight import weight_from_fraction
+
+    if fraction >= 1.0:
+        return {}
+    files = rows.groupby("_file").agg(w=("_w", "max"), lo=("x", "min"), hi=("x", "max"))
+    unread = files[files["w"] >= weight_from_fraction(fraction)]
+    return {"x": UnreadExtremes.of(zip(unread["lo"], unread["hi"], strict=True))}
 
 
 @dataclass(frozen=True)
@@ -234,10 +281,15 @@ def group_sums(
         totals = by.sum()
         totals["maxt"] = by["t_sampled"].max()
         totals["mint"] = by["t_sampled"].min()
+        values = sampled.groupby(list(group_by), sort=False)[measure]
+        totals["maxv"] = values.max()
+        totals["minv"] = values.min()
     else:
         totals = w.sum().to_frame().T
         totals["maxt"] = w["t_sampled"].max()
         totals["mint"] = w["t_sampled"].min()
+        totals["maxv"] = x.max()
+        totals["minv"] = x.min()
         totals.index = [()]
     out: dict[tuple[Any, ...], Any] = {}
     for key, row in totals.iterrows():
@@ -259,15 +311,19 @@ def group_sums(
             "sr0": float(row["tr"]),
             "maxt0": None if row["maxt"] != row["maxt"] else float(row["maxt"]),
             "mint0": None if row["mint"] != row["mint"] else float(row["mint"]),
+            "maxv0": float(row["maxv"]),
+            "minv0": float(row["minv"]),
             "q0": float(row["q"]),
             "nz0": int(row["nz"]),
         }
     return out
 
 
-def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
+def answer(query: Query, rows: Any, unread: Any = None) -> tuple[float, dict[tuple[Any, ...], Any]]:
     """Run the query as ``approx`` does (online, or one sample): the fraction it stops at
-    and, per group seen, the estimate."""
+    and, per group seen, the estimate. ``unread``: ``fraction -> the measure's extremes in
+    the files not read`` (``ApproxResult.unreadExtremes``), by default those of the files
+    :func:`_files` lays out."""
     from qbeast_connect.approx import ApproxResult, next_fraction, parse_aggregates, z_value
     from qbeast_connect.approx.result import first_fraction, rows_needed
     from qbeast_connect.model.weight import weight_from_fraction
@@ -301,6 +357,7 @@ def answer(query: Query, rows: Any) -> tuple[float, dict[tuple[Any, ...], Any]]:
             group_by=query.group_by,
             groups=group_sums(sampled, query.group_by) if len(sampled) else {},
             sampledShare=_sampled_share(rows, fraction),
+            unreadExtremes=(unread or _unread_extremes)(rows, fraction),
             fraction=fraction,
             bytesRead=0,
             confidence=0.95,
@@ -400,6 +457,7 @@ def coverage_of(queries: list[Query], rows: Any) -> dict[str, Any]:
         "flagged_share": round(flagged / answered, 4) if answered else None,
         "groups_not_seen": unseen,
         "median_fraction": sorted(fractions)[len(fractions) // 2],
+        "fractions": fractions,
         "first_misses": misses,
     }
 
@@ -418,6 +476,8 @@ def _combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     out["flagged_share"] = round(out["flagged"] / answered, 4) if answered else None
     out["groups_not_seen"] = sum(p["groups_not_seen"] for p in parts)
     out["median_fraction_per_table"] = [p["median_fraction"] for p in parts]
+    fractions = [f for p in parts for f in p.pop("fractions")]
+    out["mean_fraction"] = round(sum(fractions) / len(fractions), 4) if fractions else None
     out["first_misses"] = [m for p in parts for m in p["first_misses"]][:10]
     return out
 
@@ -432,12 +492,21 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=1)
     parser.add_argument("--shapes", default="abcdefg")
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--without-unread-extremes",
+        action="store_true",
+        help="leave out what the files' statistics tell of the values not read (as before)",
+    )
     args = parser.parse_args()
+    if args.without_unread_extremes:
+        global _unread_extremes
+        _unread_extremes = _no_extremes
     report: dict[str, Any] = {
         "machine": machine(),
         "command": "python -m bench.approx_shapes " + " ".join(sys.argv[1:]),
         "rows": args.rows,
         "tables": args.tables,
+        "unread_extremes": not args.without_unread_extremes,
         "shapes": {},
     }
     per_table = -(-args.queries // args.tables)

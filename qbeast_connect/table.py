@@ -610,6 +610,9 @@ class QbeastTable:
                     for rid, revision in self._qbeast.revisions.items()
                     if list(revision.column_names) == list(columns)
                 ),
+                file_stats=stats_by_path(
+                    self._state.adds, self._state.configuration, self._state.schema_string or {}
+                ),
             ),
             read_band,
             aggregates,

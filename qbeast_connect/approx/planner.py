@@ -17,14 +17,16 @@ file's smallest weight, at no extra byte.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from qbeast_connect.approx.bands import covered_fraction
+from qbeast_connect.approx.estimators import UnreadExtremes
 from qbeast_connect.approx.result import first_fraction
 from qbeast_connect.model.block import IndexFile
 from qbeast_connect.model.weight import weight_from_fraction
-from qbeast_connect.planning.file_planner import ScanPlan
+from qbeast_connect.planning.file_planner import ScanPlan, numeric_range
 
 __all__ = ["Band", "BandPlanner", "PlanFiles"]
 
@@ -87,6 +89,9 @@ class BandPlanner:
         plan_nulls: the file planner bound to the filter and "every indexed column is NULL":
             the files the first band also opens, to read those rows in full
             (:func:`~qbeast_connect.approx.bands.approx_band_sql`). None: no such files.
+        weighted_revisions: the revisions whose weights hash the columns the sample does.
+        file_stats: each file's Delta statistics by path (``stats_by_path``), for
+            :meth:`unread_extremes`; None: not known.
     """
 
     def __init__(
@@ -94,10 +99,12 @@ class BandPlanner:
         plan: PlanFiles,
         plan_nulls: PlanFiles | None = None,
         weighted_revisions: frozenset[int] = frozenset(),
+        file_stats: Mapping[str, Any] | None = None,
     ) -> None:
         self._plan = plan
         self._plan_nulls = plan_nulls
         self._weighted = weighted_revisions
+        self._file_stats = file_stats
         self._candidates: tuple[IndexFile, ...] | None = None
         self._null_files: tuple[IndexFile, ...] | None = None
 
@@ -169,6 +176,29 @@ class BandPlanner:
             elif f.min_row_weight < end:
                 return None  # rows on both sides of the end, or no tag to tell
         return below / total if below > 0 else None
+
+    def unread_extremes(
+        self, columns: Iterable[str], to_fraction: float
+    ) -> dict[str, UnreadExtremes]:
+        """Per measure column, its extremes in the candidate files that may hold a row not
+        read by a sample up to ``to_fraction`` (every candidate file but those whose rows'
+        largest weight, the writer's tag, is below the band's end), from their Delta
+        statistics (:class:`~qbeast_connect.approx.estimators.UnreadExtremes`). A column is
+        left out when one such file does not tell its range; nothing after a full read."""
+        if to_fraction >= 1.0 or self._file_stats is None:
+            return {}
+        end = weight_from_fraction(to_fraction)
+        unread = [
+            self._file_stats.get(f.path)
+            for f in self.candidates
+            if f.max_row_weight is None or f.max_row_weight >= end
+        ]
+        out = {}
+        for column in sorted(set(columns)):
+            ranges = [numeric_range(stats, column) for stats in unread]
+            if all(r is not None for r in ranges):
+                out[column] = UnreadExtremes.of(r for r in ranges if r is not None)
+        return out
 
     def known_rows(self) -> int | None:
         """The live rows of :attr:`candidates` when every one records its count (Delta's

@@ -13,6 +13,7 @@ from qbeast_connect.approx.estimators import (
     MIN_RELIABLE,
     Estimate,
     Sums,
+    UnreadExtremes,
     estimate,
     inclusion_probability,
 )
@@ -78,6 +79,10 @@ class ApproxResult:
     #: (:meth:`~qbeast_connect.approx.planner.BandPlanner.sampled_share`): used for the
     #: inclusion probability when known
     sampledShare: float | None = None  # noqa: N815
+    #: per measure of a ``sum``/``avg``, its extremes in the files that still hold unread
+    #: rows, from the log (:meth:`~qbeast_connect.approx.planner.BandPlanner.unread_extremes`):
+    #: they widen the intervals for rows the sample provably missed
+    unreadExtremes: Mapping[str, UnreadExtremes] = field(default_factory=dict)  # noqa: N815
     # not an init field: dataclasses.replace gives a fresh cache, never stale estimates
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, init=False)
 
@@ -106,7 +111,15 @@ class ApproxResult:
             known = self.knownRows if not self.group_by else None
             cached = {
                 key: [
-                    estimate(agg, i, self.groups[key], p, self.z, known)
+                    estimate(
+                        agg,
+                        i,
+                        self.groups[key],
+                        p,
+                        self.z,
+                        known,
+                        self.unreadExtremes.get(agg.columns[0]) if agg.columns else None,
+                    )
                     for i, agg in enumerate(self.aggregates)
                 ]
                 for key in sorted(self.groups, key=_sort_key)

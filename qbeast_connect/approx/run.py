@@ -63,6 +63,8 @@ def _key_columns(i: int, agg: Aggregate) -> list[Column]:
         F.count(col).alias(f"n{i}"),
         F.try_sum(col).alias(f"s{i}"),
         F.sum(col.cast("double")).alias(f"t{i}"),
+        F.max(col.cast("double")).alias(f"maxv{i}"),
+        F.min(col.cast("double")).alias(f"minv{i}"),
     ]
 
 
@@ -110,6 +112,8 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
         F.sum(of(t * rows, sampled)).alias(f"sr{i}"),
         F.max(of(t, sampled)).alias(f"maxt{i}"),
         F.min(of(t, sampled)).alias(f"mint{i}"),
+        F.max(f"maxv{i}").alias(f"maxv{i}"),
+        F.min(f"minv{i}").alias(f"minv{i}"),
     ]
 
 
@@ -286,6 +290,7 @@ def run_approx(
     """
     groups = _group_names(group_by)
     parsed = parse_aggregates(aggregates, groups)
+    measures = {a.columns[0] for a in parsed if a.kind in ("sum", "avg")}
     _check_distinct(parsed, indexed_columns)
     z = z_value(confidence)
     relative_error, fraction = _check_error(relative_error, fraction)
@@ -336,6 +341,7 @@ def run_approx(
             coveredRows=planner.candidate_rows(),
             rowsPerWeight=per_weight,
             sampledShare=planner.sampled_share(band.to_fraction),
+            unreadExtremes=planner.unread_extremes(measures, band.to_fraction),
         )
         following = None if fraction is not None else next_fraction(result)
         if following is None:

@@ -55,6 +55,7 @@ __all__ = [
     "RevisionScan",
     "ScanPlan",
     "file_may_match",
+    "numeric_range",
     "plan_files",
     "rows_inside_band",
     "sample_weight_sql",
@@ -316,6 +317,31 @@ def stats_by_path(
     if configuration is None:
         return out
     return partition_stats(out, adds, configuration, schema)
+
+
+def numeric_range(raw: object, column: str) -> tuple[float, float] | None:
+    """The smallest and largest value of the numeric top-level ``column`` in one file's
+    Delta statistics: ``(inf, -inf)`` (an empty range) when every value is NULL; None when
+    the statistics do not tell (none, not numbers, or not finite: NaN has no place in an
+    order)."""
+    stats = _parse_stats(raw)
+    if stats is None:
+        return None
+    low = _lookup(stats.get("minValues"), column)
+    high = _lookup(stats.get("maxValues"), column)
+    if low is None and high is None:
+        nulls, rows = _lookup(stats.get("nullCount"), column), stats.get("numRecords")
+        if isinstance(nulls, int) and not isinstance(nulls, bool) and nulls == rows:
+            return (math.inf, -math.inf)
+        return None
+    ends = []
+    for value in (low, high):
+        if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+            return None
+        ends.append(float(value))
+    if not all(math.isfinite(v) for v in ends) or ends[0] > ends[1]:
+        return None
+    return (ends[0], ends[1])
 
 
 def _parse_stats(raw: object) -> Mapping[str, Any] | None:

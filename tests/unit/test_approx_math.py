@@ -118,6 +118,8 @@ def _sums(x: np.ndarray, keys: np.ndarray | None = None) -> Sums:
         "sr0": float((totals * rows).sum()),
         "maxt0": float(totals.max()) if len(totals) else None,
         "mint0": float(totals.min()) if len(totals) else None,
+        "maxv0": float(x.max()) if len(x) else None,
+        "minv0": float(x.min()) if len(x) else None,
     }
 
 
@@ -608,3 +610,32 @@ def test_plan_of_a_weight_band_drops_only_files_below_it() -> None:
     assert band.weight_range == (weight_from_fraction(0.13), weight_from_fraction(0.5))
     from_01 = plan_files(snapshot, None, 0.5, from_fraction=0.1)
     assert {p[:4] for p in set(whole.paths) - set(from_01.paths)} == {"ab01"}
+
+
+def test_files_holding_values_beyond_every_value_read_widen_the_interval() -> None:
+    """Issue #37, shape (d): the log proves which large values a sample missed. A file that
+    still holds unread rows and whose largest value exceeds every value read holds a row the
+    sample did not read; the truth includes it and the estimate does not, so the upper end
+    grows by it (the lower end by a negative file minimum below every value read); files
+    within the values read change nothing. An average moves by the value over its rows."""
+    x = np.random.default_rng(4).lognormal(3.0, 0.8, 2000)
+    sums = _sums(x)
+    unread = estimators.UnreadExtremes.of(
+        [(1.0, float(x.max()) - 1.0), (2.0, 5_000.0), (-300.0, 7_000.0), (np.inf, -np.inf)]
+    )
+    for kind, scale in (("sum", 1.0), ("avg", 1.0 / (len(x) / 0.05))):
+        agg = Aggregate(kind, ("x",), "a")
+        plain = estimate(agg, 0, sums, 0.05, Z95)
+        wide = estimate(agg, 0, sums, 0.05, Z95, unread=unread)
+        assert (wide.value, wide.reliable) == (plain.value, True)
+        assert wide.high == pytest.approx(plain.high + 12_000.0 * scale)
+        assert wide.low == pytest.approx(plain.low - 300.0 * scale)
+    # a value read above every file's largest: nothing missed is known
+    within = estimators.UnreadExtremes.of([(1.0, 10.0), (0.5, float(x.max()))])
+    agg = Aggregate("sum", ("x",), "a")
+    assert estimate(agg, 0, sums, 0.05, Z95, unread=within) == estimate(agg, 0, sums, 0.05, Z95)
+    # counts and exact answers are what they were
+    full = estimate(agg, 0, sums, 1.0, Z95, unread=unread)
+    assert full.low == full.high == full.value
+    count = Aggregate("count", (), "n")
+    assert estimate(count, 0, sums, 0.05, Z95, unread=unread) == estimate(count, 0, sums, 0.05, Z95)

@@ -275,3 +275,38 @@ def test_the_rows_known_from_the_log_leave_out_rows_deleted_by_vectors() -> None
     planner = BandPlanner(plan, weighted_revisions=frozenset({1}))
     assert planner.known_rows() == 100_897
     assert planner.candidate_rows() == 100_897
+
+
+def test_the_extremes_of_the_files_a_sample_has_not_read_come_from_their_statistics() -> None:
+    """``unread_extremes`` takes each measure's range from the Delta statistics of every
+    candidate file that may hold a row at or above the band's end: all but the top file
+    once the band reaches weight(1/64) (its tag says its rows are below), all three before.
+    A file whose statistics do not tell the range leaves the column out; a file of NULLs
+    only holds no value."""
+    snapshot = _banded(weight_from_fraction(1 / 64) - 1)
+
+    def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
+        return plan_files(snapshot, None, fraction, from_fraction=from_fraction)
+
+    stats = {
+        "top.parquet": '{"numRecords": 900, "minValues": {"v": -5}, "maxValues": {"v": 9e9}}',
+        "r0.parquet": {
+            "numRecords": 50000,
+            "minValues": {"v": 1.5},
+            "maxValues": {"v": 70},
+            "nullCount": {"n": 50000},
+        },
+        "r1.parquet": '{"numRecords": 50000, "minValues": {"V": -2, "s": "a"},'
+        ' "maxValues": {"V": 40, "s": "z"}, "nullCount": {"n": 50000}}',
+    }
+    planner = BandPlanner(plan, weighted_revisions=frozenset({1}), file_stats=stats)
+    after = planner.unread_extremes(["v", "s", "n"], 1 / 64)
+    assert set(after) == {"v", "n"}  # "s" is no number
+    assert after["v"].maxima == (40.0, 70.0) and after["v"].minima == (-2.0, 1.5)
+    assert after["n"].maxima == () == after["n"].minima[:0]
+    before = planner.unread_extremes(["v"], 1 / 128)  # the top file straddles 1/128
+    assert before["v"].maxima == (40.0, 70.0, 9e9)
+    assert planner.unread_extremes(["v"], 1.0) == {}
+    assert BandPlanner(plan, file_stats=None).unread_extremes(["v"], 1 / 64) == {}
+    nan = {**stats, "r0.parquet": '{"minValues": {"v": "NaN"}, "maxValues": {"v": "NaN"}}'}
+    assert BandPlanner(plan, file_stats=nan).unread_extremes(["v"], 1 / 64) == {}

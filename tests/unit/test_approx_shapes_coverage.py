@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from bench.approx_shapes import SHAPES, coverage, make_table, random_queries
+from bench.approx_shapes import (
+    SHAPES,
+    coverage,
+    coverage_of,
+    make_table,
+    random_queries,
+)
 
 ROWS = 200_000
 QUERIES = 40
@@ -54,3 +60,25 @@ def test_tables_of_two_seeds_are_two_samples_of_keys(shape: str) -> None:
     theirs = set(second["_w"][~second["_null"]])
     assert ours and theirs
     assert not ours & theirs
+
+
+def test_online_sums_of_a_heavy_tailed_measure_cover_over_tables() -> None:
+    """Shape (d) (Pareto, alpha 1.5), the online ``sum``/``avg`` queries of 12 tables. Online
+    aggregation stops when the interval looks narrow, and a band that missed the largest
+    values looks narrow: these intervals held the exact answer 22 times in 37 (59%; 109 in
+    145 over 40 other tables), all low, while the shape's figure over every query (91%)
+    hid it behind the counts. The Delta statistics of the files not read tell the values
+    missed (``ApproxResult.unreadExtremes``): 19 in 20 now (49 in 52 over those 40
+    tables), at the cost of reading on (more groups read in full)."""
+    estimated = covered = 0
+    for seed in range(SEED, SEED + 12):
+        queries = [
+            q
+            for q in random_queries(30, seed, ROWS)
+            if q.online and not q.aggregate.startswith("count")
+        ]
+        figures = coverage_of(queries, make_table("d", ROWS, seed))
+        estimated += figures["estimated_intervals"]
+        covered += figures["covered"]
+    assert estimated >= 15
+    assert covered / estimated >= 0.92, (covered, estimated)
