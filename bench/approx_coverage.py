@@ -23,6 +23,7 @@ import datetime as dt
 import random
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,11 +118,18 @@ def _groups(frame: Any, keys: tuple[str, ...]) -> dict[tuple[Any, ...], Any]:
     }
 
 
-def evaluate(query: Query, rows: Any, probability: float | None = None) -> list[dict[str, Any]]:
+def evaluate(
+    query: Query,
+    rows: Any,
+    probability: float | None = None,
+    unread: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """Per group: the exact answer and the estimate from the query's sample, locally.
     ``probability``: the inclusion probability to estimate with (``approx``'s
     ``ApproxResult.probability``, which is the sample's realized share of the candidate
-    rows when the log tells it); by default that of the fraction."""
+    rows when the log tells it); by default that of the fraction. ``unread``: the
+    measures' extremes in the files not read (``ApproxResult.unreadExtremes``); by default
+    none (the rows are evaluated without their files)."""
     from qbeast_connect.approx import estimate, inclusion_probability, parse_aggregates, z_value
     from qbeast_connect.model.weight import weight_from_fraction
 
@@ -148,7 +156,8 @@ def evaluate(query: Query, rows: Any, probability: float | None = None) -> list[
         sums = group_sums(part, (), agg.column or MEASURES[0]).get((), {"rows": 0})
         # no filter nor group: approx knows the rows from the log (ratio estimators)
         known = len(rows) if query.where is None and not query.group_by else None
-        e = estimate(agg, 0, sums, p, z, known)
+        extremes = None if unread is None or agg.column is None else unread.get(agg.column)
+        e = estimate(agg, 0, sums, p, z, known, extremes)
         out.append(
             {
                 "key": key,

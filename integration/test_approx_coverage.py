@@ -61,7 +61,7 @@ def _agree(query: Query, result: Any, rows: Any) -> None:
     if query.where is None and result.sampledShare is not None:
         below = rows[(rows["_w"] < weight_from_fraction(query.fraction)) & ~rows["_null"]]
         assert result.sampledShare == pytest.approx(len(below) / len(rows), rel=1e-12)
-    local = {g["key"]: g for g in evaluate(query, rows, result.probability)}
+    local = {g["key"]: g for g in evaluate(query, rows, result.probability, result.unreadExtremes)}
     got = {tuple(r[c] for c in query.group_by): r for r in result.rows()}
     assert got.keys() == local.keys(), query
     for key, row in got.items():
