@@ -105,6 +105,7 @@ class BandPlanner:
         self._plan_nulls = plan_nulls
         self._weighted = weighted_revisions
         self._file_stats = file_stats
+        self._ranges: dict[tuple[str, str], tuple[float, float] | None] = {}
         self._candidates: tuple[IndexFile, ...] | None = None
         self._null_files: tuple[IndexFile, ...] | None = None
 
@@ -187,15 +188,19 @@ class BandPlanner:
         left out when one such file does not tell its range; nothing after a full read."""
         if to_fraction >= 1.0 or self._file_stats is None:
             return {}
+        stats = self._file_stats
         end = weight_from_fraction(to_fraction)
         unread = [
-            self._file_stats.get(f.path)
-            for f in self.candidates
-            if f.max_row_weight is None or f.max_row_weight >= end
+            f.path for f in self.candidates if f.max_row_weight is None or f.max_row_weight >= end
         ]
         out = {}
         for column in sorted(set(columns)):
-            ranges = [numeric_range(stats, column) for stats in unread]
+            ranges = []
+            for path in unread:  # each file's statistics parsed once per call of approx
+                key = (path, column)
+                if key not in self._ranges:
+                    self._ranges[key] = numeric_range(stats.get(path), column)
+                ranges.append(self._ranges[key])
             if all(r is not None for r in ranges):
                 out[column] = UnreadExtremes.of(r for r in ranges if r is not None)
         return out
