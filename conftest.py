@@ -43,15 +43,16 @@ SLOWEST = (
     "integration/test_cluster.py",  # 452
     "integration/test_reference_engine.py",  # 378
     "integration/test_concurrency.py",  # 186
+    "tests/spark/test_differential_fuzz.py",  # 154 (111 before round 11)
     "integration/test_crash.py",  # 150
     "tests/spark/test_write_input.py",  # 126
     "integration/test_zero_install.py",  # 124
     "tests/spark/test_write.py",  # 121
     "integration/test_hangs.py",  # 121
-    "tests/spark/test_differential_fuzz.py",  # 111
     "integration/test_stream.py",  # 80
     "integration/test_thin_client.py",  # 77
     "integration/test_sql_tables.py",  # 76
+    "integration/test_catalog_restart.py",  # 74 (round 11)
     "integration/test_s3.py",  # 68
 )
 
