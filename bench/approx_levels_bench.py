@@ -49,9 +49,11 @@ def main() -> None:
         captured: dict[str, Any] = {}
         real = run._band_sums
 
-        def spy(frame: Any, aggs: Any, groups: Any, columns: Any, last: bool) -> Any:
+        def spy(
+            frame: Any, aggs: Any, groups: Any, columns: Any, last: bool, per_row: bool = False
+        ) -> Any:
             captured.update(frame=frame, columns=columns)
-            return real(frame, aggs, groups, columns, last)
+            return real(frame, aggs, groups, columns, last, per_row)
 
         run._band_sums = spy  # type: ignore[assignment]
         for texts, group in QUERIES:

@@ -117,6 +117,53 @@ def _group_columns(i: int, agg: Aggregate, sampled: Column, nulls: Column) -> li
     ]
 
 
+def _row_columns(i: int, agg: Aggregate) -> list[Column]:
+    """Level 1 when every weight holds one row (:func:`_one_row_per_weight`): what
+    :func:`_key_columns` gives for a weight of one row, computed per row, with no grouping."""
+    from pyspark.sql import functions as F
+
+    if agg.kind == "count":
+        if agg.column is None:
+            return []
+        present = F.when(_col(agg.columns[0]).isNotNull(), F.lit(1)).otherwise(F.lit(0))
+        return [present.cast("long").alias(f"n{i}")]
+    if agg.kind in ("min", "max"):
+        return [_col(agg.columns[0]).alias(f"{agg.kind}{i}")]
+    if agg.kind == "count_distinct":  # never per row (_one_row_per_weight)
+        raise AssertionError("count(DISTINCT ...) sums keys per weight")
+    col = _col(agg.columns[0])
+    value = col.cast("double")
+    return [
+        F.when(col.isNotNull(), F.lit(1)).otherwise(F.lit(0)).cast("long").alias(f"n{i}"),
+        col.alias(f"s{i}"),
+        value.alias(f"t{i}"),
+        value.alias(f"maxv{i}"),
+        value.alias(f"minv{i}"),
+    ]
+
+
+#: The fewest sampled rows in which no weight repeating is taken as evidence that weights do
+#: not repeat (:func:`_one_row_per_weight`).
+_ONE_ROW_EVIDENCE = 1000
+
+
+def _one_row_per_weight(held: dict[tuple[Any, ...], Sums], aggregates: Sequence[Aggregate]) -> bool:
+    """Whether the bands read so far show one row per (group, weight): at least
+    :data:`_ONE_ROW_EVIDENCE` sampled rows and as many sampled weights. The later bands then
+    skip the per-weight level of their query (:func:`_band_query` with ``per_row``), whose
+    sums equal the per-row ones when no weight holds two rows. The bands are a Poisson sample
+    of weights, each with all its rows: had 1 in 1,000 weights two rows or more, 1,000
+    sampled rows would show one with probability 63%, and so rare a repeat changes a
+    variance by about that share. On TPC-H, whose indexed columns tell rows apart, the
+    per-weight level was a group-by over every row read: a grouped approx at sf 10 read
+    15,000,230 rows in 21.6 s against 8.9 s for the exact query on parquet."""
+    if any(a.kind == "count_distinct" for a in aggregates):
+        return False
+    rows = sum(int(s.get("rows") or 0) - int(s.get("null_rows") or 0) for s in held.values())
+    keys = sum(int(s.get("keys") or 0) for s in held.values())
+    return rows >= _ONE_ROW_EVIDENCE and rows == keys
+
+
 def _col(name: str) -> Column:
     """The column called ``name``, whatever its characters (no struct-field parsing)."""
     from pyspark.sql import functions as F
@@ -130,6 +177,7 @@ def _band_query(
     group_by: Sequence[str],
     weight_columns: Sequence[str],
     last: bool = False,
+    per_row: bool = False,
 ) -> tuple[DataFrame, list[str]]:
     """The query of one band's sums, with two levels of aggregation: per (group, weight)
     the totals of the weight's rows, then per group the sums of their powers the estimators
@@ -138,6 +186,10 @@ def _band_query(
     With ``last`` (the band reaches fraction 1, so every row has been read and every answer
     is exact) only the totals are needed: one level, per group, without the weights (a
     grouped full read was 4 times slower with them at sf 0.1).
+
+    With ``per_row`` (every weight holds one row, :func:`_one_row_per_weight`) the first
+    level is the rows themselves (:func:`_row_columns`): the same sums without a group-by
+    over every row read.
 
     The result's columns have internal names (``_g0``, ``_g1``, ... for the group columns),
     so no user column name can collide with a statistic's."""
@@ -157,14 +209,20 @@ def _band_query(
         F.count(F.when(sampled, F.lit(1))).alias("keys"),
         F.sum(F.when(sampled, rows.cast("double") * rows)).alias("r2"),
     ]
+    per_row_columns = [F.lit(1).alias("r")]
     for i, agg in enumerate(aggregates):
         per_weight.extend(_key_columns(i, agg))
         per_group.extend(_group_columns(i, agg, sampled, nulls))
+        if per_row and not last:
+            per_row_columns.extend(_row_columns(i, agg))
     grouping = [_col(c).alias(k) for c, k in zip(group_by, keys, strict=True)]
     if last:
         totals = [F.count(F.lit(1)).alias("rows"), *per_weight[1:]]
         return frame.groupBy(*grouping).agg(*totals), keys
-    weights = frame.groupBy(*grouping, weight, all_null).agg(*per_weight)
+    if per_row:
+        weights = frame.select(*grouping, all_null, *per_row_columns)
+    else:
+        weights = frame.groupBy(*grouping, weight, all_null).agg(*per_weight)
     grouped = weights.groupBy(*keys).agg(*per_group) if keys else weights.agg(*per_group)
     return grouped, keys
 
@@ -175,9 +233,10 @@ def _band_sums(
     group_by: Sequence[str],
     weight_columns: Sequence[str],
     last: bool = False,
+    per_row: bool = False,
 ) -> list[tuple[tuple[Any, ...], Sums]]:
     """The per-group sums of one band (:func:`_band_query`), read in one Spark query."""
-    grouped, keys = _band_query(frame, aggregates, group_by, weight_columns, last)
+    grouped, keys = _band_query(frame, aggregates, group_by, weight_columns, last, per_row)
     out = []
     for row in grouped.collect():
         values = row.asDict()
@@ -307,11 +366,12 @@ def run_approx(
     while True:
         frame = read_band(band)
         last = band.to_fraction >= 1.0
+        per_row = bool(steps) and _one_row_per_weight(held, parsed)
         if band.bytes <= ONE_TASK_BYTES:
             with adaptive_off(frame.sparkSession):
-                sums = _band_sums(frame.coalesce(1), parsed, groups, indexed_columns, last)
+                sums = _band_sums(frame.coalesce(1), parsed, groups, indexed_columns, last, per_row)
         else:
-            sums = _band_sums(frame, parsed, groups, indexed_columns, last)
+            sums = _band_sums(frame, parsed, groups, indexed_columns, last, per_row)
         merge_sums(held, sums)
         rows = sum(int(s["rows"] or 0) for _, s in sums)
         read = band.bytes

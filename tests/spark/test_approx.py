@@ -232,11 +232,18 @@ def test_a_small_band_is_one_stage_without_shuffle(
 
     adaptive: list[str | None] = []
 
-    def spy(frame: Any, aggregates: Any, group_by: Any, weight_columns: Any, last: bool) -> Any:
-        query = run._band_query(frame, aggregates, group_by, weight_columns, last)[0]
+    def spy(
+        frame: Any,
+        aggregates: Any,
+        group_by: Any,
+        weight_columns: Any,
+        last: bool,
+        per_row: bool = False,
+    ) -> Any:
+        query = run._band_query(frame, aggregates, group_by, weight_columns, last, per_row)[0]
         plans.append(query._explain_string(extended=False))
         adaptive.append(frame.sparkSession.conf.get(ADAPTIVE_KEY))
-        return real(frame, aggregates, group_by, weight_columns, last)
+        return real(frame, aggregates, group_by, weight_columns, last, per_row)
 
     monkeypatch.setattr(run, "_band_sums", spy)
     spark = plain.sparkSession
@@ -377,3 +384,39 @@ def test_a_value_the_sample_missed_widens_the_interval_it_would_fall_outside(
     assert row["s_reliable"] and row["s"] < 1e8  # the sample holds no 1e9
     assert row["s_low"] <= exact <= row["s_high"] and row["s_high"] >= 1e9
     assert row["m_low"] <= exact / 10_000 <= row["m_high"]
+
+
+def test_a_band_of_one_row_per_weight_sums_the_same_without_the_weight_level(
+    table: tuple[Any, Any],
+) -> None:
+    """The per-weight level of a band's query was a group-by over every row read where the
+    indexed columns tell rows apart (TPC-H: a grouped approx at sf 10 took 21.6 s for 8.9 s
+    exact on parquet). Once the bands read show one row per weight, the later ones sum the
+    rows themselves; the sums are the same, to the last bit for counts and decimals."""
+    from qbeast_connect.approx import run
+    from qbeast_connect.approx.aggregates import parse_aggregates
+
+    t, _ = table
+    aggregates = parse_aggregates(
+        [
+            "count(*) AS n",
+            "sum(price) AS revenue",
+            "avg(x) AS m",
+            "count(a) AS c",
+            "min(a) AS lo",
+            "max(a) AS hi",
+        ],
+        ["g"],
+    )
+    frame = t.sample(0.25).where("a >= 100")
+    two = dict(run._band_sums(frame, aggregates, ["g"], ["x", "a"]))
+    one = dict(run._band_sums(frame, aggregates, ["g"], ["x", "a"], per_row=True))
+    assert one.keys() == two.keys() and len(two) == 3
+    for key, sums in two.items():
+        assert sums["rows"] == sums["keys"] > 1000  # one row per weight
+        assert one[key].keys() == sums.keys()
+        for name, value in sums.items():
+            if isinstance(value, float):
+                assert one[key][name] == pytest.approx(value, rel=1e-12), name
+            else:
+                assert one[key][name] == value, name

@@ -78,7 +78,12 @@ def _moments(rows: int) -> dict[str, Any]:
 
 
 def _band_sums(
-    frame: Any, aggregates: Any, group_by: Any, weight_columns: Any, last: bool
+    frame: Any,
+    aggregates: Any,
+    group_by: Any,
+    weight_columns: Any,
+    last: bool,
+    per_row: bool = False,
 ) -> list[tuple[tuple[Any, ...], Any]]:
     """What Spark would sum over a band of the table above: its expected rows and moments."""
     band: Band = frame
@@ -310,3 +315,20 @@ def test_the_extremes_of_the_files_a_sample_has_not_read_come_from_their_statist
     assert BandPlanner(plan, file_stats=None).unread_extremes(["v"], 1 / 64) == {}
     nan = {**stats, "r0.parquet": '{"minValues": {"v": "NaN"}, "maxValues": {"v": "NaN"}}'}
     assert BandPlanner(plan, file_stats=nan).unread_extremes(["v"], 1 / 64) == {}
+
+
+def test_the_weight_level_is_skipped_only_when_the_bands_read_show_one_row_per_weight() -> None:
+    aggregates = parse_aggregates(["sum(x) AS s", "count(*) AS n"])
+    unique = {
+        ("A",): {"rows": 700, "null_rows": 0, "keys": 700},
+        ("B",): {"rows": 400, "keys": 400},
+    }
+    assert run._one_row_per_weight(unique, aggregates)
+    # all-NULL rows share one weight but are read in full, outside the sampled weights
+    nulls = {("A",): {"rows": 1500, "null_rows": 300, "keys": 1200}}
+    assert run._one_row_per_weight(nulls, aggregates)
+    repeated = {("A",): {"rows": 700, "keys": 700}, ("B",): {"rows": 401, "keys": 400}}
+    assert not run._one_row_per_weight(repeated, aggregates)
+    assert not run._one_row_per_weight({(): {"rows": 999, "keys": 999}}, aggregates)
+    distinct = parse_aggregates(["count(DISTINCT x, a) AS d"])
+    assert not run._one_row_per_weight(unique, distinct)
