@@ -320,15 +320,21 @@ def test_the_extremes_of_the_files_a_sample_has_not_read_come_from_their_statist
 def test_the_weight_level_is_skipped_only_when_the_bands_read_show_one_row_per_weight() -> None:
     aggregates = parse_aggregates(["sum(x) AS s", "count(*) AS n"])
     unique = {
-        ("A",): {"rows": 700, "null_rows": 0, "keys": 700},
-        ("B",): {"rows": 400, "keys": 400},
+        ("A",): {"rows": 700, "null_rows": 0, "keys": 700, "r2": 700.0},
+        ("B",): {"rows": 400, "keys": 400, "r2": 400.0},
     }
     assert run._one_row_per_weight(unique, aggregates)
     # all-NULL rows share one weight but are read in full, outside the sampled weights
-    nulls = {("A",): {"rows": 1500, "null_rows": 300, "keys": 1200}}
+    nulls = {("A",): {"rows": 1500, "null_rows": 300, "keys": 1200, "r2": 1200.0}}
     assert run._one_row_per_weight(nulls, aggregates)
-    repeated = {("A",): {"rows": 700, "keys": 700}, ("B",): {"rows": 401, "keys": 400}}
-    assert not run._one_row_per_weight(repeated, aggregates)
-    assert not run._one_row_per_weight({(): {"rows": 999, "keys": 999}}, aggregates)
+    # TPC-H sf 10's first band: 314 of 117,102 rows in pairs
+    pairs = {("A",): {"rows": 117_102, "keys": 116_788, "r2": 117_102.0 + 2 * 314}}
+    assert run._one_row_per_weight(pairs, aggregates)
+    # 1% of the rows in weights of 100 rows: few rows share, but they double the variance
+    clustered = {("A",): {"rows": 10_000, "keys": 9_901, "r2": 9_900.0 + 100 * 100.0}}
+    assert not run._one_row_per_weight(clustered, aggregates)
+    dates = {(): {"rows": 25_000, "keys": 100, "r2": 100 * 250.0**2}}
+    assert not run._one_row_per_weight(dates, aggregates)
+    assert not run._one_row_per_weight({(): {"rows": 999, "keys": 999, "r2": 999.0}}, aggregates)
     distinct = parse_aggregates(["count(DISTINCT x, a) AS d"])
     assert not run._one_row_per_weight(unique, distinct)
