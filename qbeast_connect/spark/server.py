@@ -206,6 +206,10 @@ def spark_process_env(extra_env: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+#: Launches of a server whose chosen port another process took before the JVM bound it.
+_PORT_ATTEMPTS = 3
+
+
 def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as sock:
@@ -239,6 +243,8 @@ class LocalConnectServer:
         self.host = host
         self.master = master or f"local[{os.cpu_count() or 2}]"
         self.port = port or free_port()
+        #: whether the port was chosen here (another one may be chosen if it is taken)
+        self._chosen_port = not port
         self.conf = {**DEFAULT_SERVER_CONF, **(conf or {})}
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="qbeast-connect-server-", suffix=".log")
@@ -301,15 +307,26 @@ class LocalConnectServer:
             find_java(), env["SPARK_HOME"], self.conf, tag=f"{os.getpid()}-{self.port}"
         )
         deadline = time.monotonic() + timeout
-        if self._launch(env, deadline):
-            return self
-        archive = self.archive
-        if archive is not None and archive.pending is None:
-            archive.drop()
-            self.archive = None
+        ports_left = _PORT_ATTEMPTS - 1
+        while True:
+            log_start = self._log_size()
             if self._launch(env, deadline):
                 return self
-        assert self._process is not None
+            assert self._process is not None
+            if self._process.poll() is None:
+                break  # it runs without its port open: out of time
+            if self._chosen_port and ports_left > 0 and self._port_taken(log_start):
+                # another process bound the free port chosen before the JVM could: seen
+                # when several servers and a standalone cluster start at once
+                ports_left -= 1
+                self.port = free_port()
+                continue
+            archive = self.archive
+            if archive is not None and archive.pending is None:
+                archive.drop()
+                self.archive = None
+                continue
+            break
         if self._process.poll() is not None:
             self.stop()  # drops the archive it may have begun to write
             raise QbeastError(
@@ -347,6 +364,22 @@ class LocalConnectServer:
             except OSError:
                 time.sleep(0.05)
         return False
+
+    def _log_size(self) -> int:
+        try:
+            return Path(self.log_path).stat().st_size
+        except OSError:
+            return 0
+
+    def _port_taken(self, since: int) -> bool:
+        """Whether the server's output after byte ``since`` says its port was in use."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(since)
+                text = log.read().decode(errors="replace")
+        except OSError:
+            return False
+        return "Failed to bind to address" in text and f":{self.port}" in text
 
     def _log_tail(self, lines: int = 30) -> str:
         try:

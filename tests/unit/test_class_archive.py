@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import sys
 from pathlib import Path
 
 import pytest
 
+from qbeast_connect.exceptions import QbeastError
 from qbeast_connect.spark import class_archive
+from qbeast_connect.spark import server as server_module
 from qbeast_connect.spark.class_archive import ArchivePlan, archive_key, plan, with_java_options
-from qbeast_connect.spark.server import LocalConnectServer, _spark_home, find_java
+from qbeast_connect.spark.server import LocalConnectServer, _spark_home, find_java, free_port
 
 
 def _fake_java(folder: Path, exit_code: int) -> str:
@@ -146,3 +149,45 @@ def test_a_server_that_dies_starting_with_the_archive_starts_without_it(
         assert not archive.exists()
     finally:
         server.stop()
+
+
+_TAKEN = """
+import socket, sys, time
+with socket.socket() as server:
+    try:
+        server.bind(("127.0.0.1", int(sys.argv[1])))
+    except OSError:  # Spark's words when its Connect port is in use
+        print(f"java.net.BindException: Failed to bind to address /127.0.0.1:{sys.argv[1]}")
+        sys.exit(1)
+    server.listen()
+    time.sleep(60)
+"""
+
+
+def test_a_server_whose_chosen_port_was_taken_starts_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The port is chosen free, then the JVM binds it 10-20 s later; another process may take
+    it between the two. The suite's Delta JVM server failed so while a standalone cluster
+    started beside it (BindException, every test of the Delta JVM files in error). A port
+    the server chose is chosen again; a port the user gave is not."""
+    monkeypatch.setattr(class_archive, "plan", lambda *_, **__: None)
+
+    def command(self: LocalConnectServer) -> list[str]:
+        return [sys.executable, "-c", _TAKEN, str(self.port)]
+
+    monkeypatch.setattr(LocalConnectServer, "command", command)
+    with socket.socket() as thief:
+        thief.bind(("127.0.0.1", 0))
+        taken = thief.getsockname()[1]
+        monkeypatch.setattr(server_module, "free_port", iter([taken, free_port()]).__next__)
+        server = LocalConnectServer(log_path=str(tmp_path / "log"))
+        assert server.port == taken
+        try:
+            server.start(timeout=30)
+            assert server.is_running() and server.port != taken
+        finally:
+            server.stop()
+        given = LocalConnectServer(port=taken, log_path=str(tmp_path / "given"))
+        with pytest.raises(QbeastError, match="exited with code 1"):
+            given.start(timeout=30)
