@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -41,17 +42,37 @@ from qbeast_connect.spark.server import (
     watch_owner,
 )
 
+#: The line Spark logs once a service listens; the port it names is the one bound, which
+#: is the one asked for unless another process took it first (Spark then tries the next).
+_BOUND = re.compile(r"Successfully started service '(\w+)' on port (\d+)")
+
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+def bound_ports(log_path: str, offset: int = 0) -> dict[str, int]:
+    """The ports a Spark daemon's log says its services listen on, by service name (the
+    last line of each name wins), reading from byte ``offset`` (where this launch's lines
+    start); empty while the log has none."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(offset)
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return {}
+    return {name: int(port) for name, port in _BOUND.findall(text)}
 
 
 class _Daemon:
     """One JVM of the cluster, in a process group of its own."""
 
-    def __init__(self, name: str, process: subprocess.Popen[bytes], log_path: str) -> None:
+    def __init__(
+        self, name: str, process: subprocess.Popen[bytes], log_path: str, log_offset: int = 0
+    ) -> None:
         self.name = name
         self.process = process
         self.log_path = log_path
+        self.log_offset = log_offset
         self.reaper: OwnerWatch | None = watch_owner(process.pid)
 
     def stop(self, timeout: float) -> None:
@@ -164,6 +185,7 @@ class StandaloneCluster:
         log_path = os.path.join(self.work_dir, f"{name}.log")
         command = [os.path.join(_spark_home(), "bin", "spark-class"), *args]
         with open(log_path, "ab") as log:
+            offset = log.tell()
             process = subprocess.Popen(
                 command,
                 env=dict(env),
@@ -173,7 +195,7 @@ class StandaloneCluster:
                 start_new_session=True,
                 cwd=self.work_dir,
             )
-        return _Daemon(name, process, log_path)
+        return _Daemon(name, process, log_path, offset)
 
     def start(self, timeout: float = 120.0) -> StandaloneCluster:
         """Start the master and the workers; return once every worker is registered.
@@ -184,6 +206,7 @@ class StandaloneCluster:
                 message names the logs).
         """
         env = self._env()
+        os.makedirs(self.work_dir, exist_ok=True)
         try:
             self._master = self._spawn(
                 "master",
@@ -198,6 +221,8 @@ class StandaloneCluster:
                 ],
                 env,
             )
+            master = self._master
+            self._wait(lambda: self._take_bound_ports(master), timeout, "the master to listen")
             self._wait(lambda: self.state() is not None, timeout, "the master to answer")
             for index in range(self.workers):
                 worker_dir = os.path.join(self.work_dir, f"worker-{index}")
@@ -231,6 +256,16 @@ class StandaloneCluster:
             self.stop()
             raise
         return self
+
+    def _take_bound_ports(self, master: _Daemon) -> bool:
+        """Once the master's log names the ports it listens on, use those: a port chosen
+        free may be taken by another process before the JVM binds it, and Spark then
+        binds the next one instead of failing. True when both ports are known."""
+        bound = bound_ports(master.log_path, master.log_offset)
+        if "sparkMaster" not in bound or "MasterUI" not in bound:
+            return False
+        self.port, self.ui_port = bound["sparkMaster"], bound["MasterUI"]
+        return True
 
     def _wait(self, ready: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
