@@ -162,7 +162,8 @@ def _per_partition(
     estimators: dict[str, Any] = {}
     counts: dict[str, int] = {}
     batches: list[pa.RecordBatch] = []
-    for batch, points, weights in _qualifying_batches(revision, iterator, max_rows):
+    compaction = bool(params.get("compaction"))
+    for batch, points, weights in _qualifying_batches(revision, iterator, max_rows, compaction):
         for value, at in rows_by_value(batch.column(plan.partitioning.column)):
             if value is None:
                 continue  # a null partition: the writer reports it
@@ -177,14 +178,16 @@ def _per_partition(
             estimator.add(points[at], weights[at])
             counts[value] = counts.get(value, 0) + int(at.size)
         batches.append(batch)
+    top = params.get("topRows")
     trees: dict[str, PartitionTree] = {}
     for value, estimator in estimators.items():
-        if not fits_local_trees([counts[value]], dcs, buffer):
+        if not compaction and not fits_local_trees([counts[value]], dcs, buffer):
             raise SmallAppendDeclinedError("the rows would fill a cube of their local tree")
         own = (known.get(value) or {}).get("existingCounts", {})
         existing_counts = {CubeId.from_string(c, d): int(n) for c, n in own.items()}
         cube_weights, layout = weights_and_layout(
-            revision, estimator.finish(), existing_counts, counts[value]
+            revision, estimator.finish(), existing_counts, counts[value],
+            None if top is None else int(top),
         )
         trees[value] = PartitionTree(cube_weights, layout)
     return dataclasses.replace(plan, partition_trees=trees, append_task=None), batches

@@ -37,8 +37,9 @@ opens about ``2 f`` of each merged run, not the whole run. Tables created by thi
 store ``qbeast.autoCompact=true``; a table without the property (created before) is not
 compacted unless a write sets it.
 
-Time-partitioned tables (``partitionBy``) are not auto-compacted (each partition is a tree
-of its own; ``optimize(partition=...)`` compacts one).
+On a time-partitioned table (``partitionBy``) each partition is a tree of its own, so the
+tiers are counted per partition (its directory): a compaction merges the full tiers of
+every partition that has one, each partition's rows into its own tree, in one commit.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.model.block import IndexFile
 from qbeast_connect.model.revision import Revision
 from qbeast_connect.model.snapshot import QbeastSnapshot
+from qbeast_connect.rules.time_partitioning import PARTITIONING_KEY
 
 __all__ = [
     "AUTO_COMMIT_TAG",
@@ -346,5 +348,23 @@ def files_to_compact(snapshot: QbeastSnapshot, settings: AutoCompactSettings) ->
     """
     if not settings.enabled:
         return ()
-    chosen = runs_to_merge(eligible_runs(snapshot, settings), settings.min_num_files)
+    runs = eligible_runs(snapshot, settings)
+    partitioned = PARTITIONING_KEY in snapshot.configuration
+    chosen = [
+        run
+        for group in _partition_groups(runs, partitioned)
+        for run in runs_to_merge(group, settings.min_num_files)
+    ]
     return tuple(p for run in chosen for p in run.paths)
+
+
+def _partition_groups(runs: Sequence[Run], partitioned: bool) -> list[list[Run]]:
+    """The runs whose tiers are counted together: all of them, or on a time-partitioned
+    table those of each partition directory (a partition is a tree of its own, and runs of
+    two partitions merged would stay two runs)."""
+    if not partitioned:
+        return [list(runs)]
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.key.rpartition("/")[0], []).append(run)
+    return [groups[directory] for directory in sorted(groups)]

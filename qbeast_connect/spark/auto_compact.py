@@ -36,7 +36,6 @@ from qbeast_connect.rules.auto_compact import (
     files_to_compact,
     settings_of,
 )
-from qbeast_connect.rules.time_partitioning import partitioning_of
 from qbeast_connect.spark.files import read_table_files, table_file
 from qbeast_connect.spark.operations import index_staging
 from qbeast_connect.spark.snapshot import load_table_state
@@ -83,7 +82,7 @@ def _compact(
     if not settings_of(configuration).enabled:
         return None
     state = load_table_state(spark, path)
-    if not state.exists or partitioning_of(state.configuration) is not None:
+    if not state.exists:
         return None
     given = {k: v for k, v in configuration.items() if k in OPTION_KEYS.values()}
     settings = settings_of({**state.configuration, **given})

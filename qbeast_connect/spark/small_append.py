@@ -144,12 +144,13 @@ def in_task_params(
 
 def in_task_partition_params(
     statuses: Mapping[str, Mapping[Any, Any]], buffer_capacity: int, sample_rows: int,
-    max_rows: int = SMALL_APPEND_MAX_ROWS,
+    max_rows: int = SMALL_APPEND_MAX_ROWS, compaction: int | None = None,
 ) -> dict[str, Any]:
     """:func:`in_task_params` for a time-partitioned table, whose partitions are trees of
     their own: ``partitions`` maps each existing partition value (``statuses``: its cube
-    statuses) to its ``existingWeights`` and ``existingCounts``."""
-    out = in_task_params({}, buffer_capacity, sample_rows, max_rows)
+    statuses) to its ``existingWeights`` and ``existingCounts``; ``compaction`` as there,
+    for every partition's tree."""
+    out = in_task_params({}, buffer_capacity, sample_rows, max_rows, compaction)
     out["partitions"] = {}
     for value, own in statuses.items():
         params = in_task_params(own, buffer_capacity, sample_rows, max_rows)

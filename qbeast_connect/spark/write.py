@@ -511,7 +511,8 @@ class _Writer:
                 state, qsnap, latest.revision_id, self.partitioning.column
             )
             task = small_append.in_task_partition_params(
-                statuses, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows
+                statuses, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows,
+                compaction=latest.desired_cube_size if self.keep_revision else None,
             )
         else:
             existing = qsnap.cube_statuses(latest.revision_id)

@@ -111,3 +111,68 @@ def test_micro_batches_of_a_new_table_are_compacted_by_default(spark: Any, tmp_p
     assert all(f.path.startswith("run-") for f in table.snapshot.files)
     assert len({f.path.split("-")[1] for f in table.snapshot.files}) == 1
 
+
+def test_a_time_partitioned_table_merges_the_tiers_of_each_partition(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Appends alternate between two days of a daily-partitioned table, no compaction
+    option. Each partition is a tree of its own, so its runs are counted apart: the 4th
+    append of each day completes that day's tier (appends 7 and 8 of the table), and each
+    day ends as one run of 1,600 rows in its own directory. Before, time-partitioned tables
+    were never compacted (8 files of 400 rows); a table-wide count would have merged at the
+    4th append, two runs of each day. Rows and samples are those of the table created with
+    ``autoCompact=false``, and a 1% sample opens a fraction of the bytes."""
+    compacted = str(tmp_path / "default")
+    plain = str(tmp_path / "off")
+    hours = [0, 24, 1, 25, 2, 26, 3, 27]
+
+    def series(path: str, **options: Any) -> list[Any]:
+        first = qc.write(
+            _events(spark, hours[0]),
+            path,
+            columnsToIndex=COLUMNS,
+            cubeSize=1000,
+            partitionBy="event_time:daily",
+            **options,
+        )
+        return [first] + [qc.write(_events(spark, h), path, mode="append") for h in hours[1:]]
+
+    results = series(compacted)
+    plain_results = series(plain, autoCompact="false")
+    assert all(r.compaction is None for r in plain_results)
+    done = [i for i, r in enumerate(results) if r.compaction is not None]
+    assert done == [6, 7]
+    for i in done:
+        compaction = results[i].compaction
+        assert compaction.skipped is None and compaction.version == results[i].version + 1
+        assert (compaction.removed_files, compaction.rows) == (4, 1600)
+
+    table = qc.QbeastTable.forPath(spark, compacted)
+    off = qc.QbeastTable.forPath(spark, plain)
+    runs: dict[str, int] = {}
+    for f in table.snapshot.files:
+        directory, _, name = f.path.rpartition("/")
+        assert name.startswith("run-")
+        key = f"{directory}/{name.split('-')[1]}"
+        runs[key] = runs.get(key, 0) + sum(b.element_count for b in f.blocks)
+    assert sorted(runs.values()) == [1600, 1600]
+    assert {k.split("/")[0] for k in runs} == {
+        "event_time_partition=2024-01-01",
+        "event_time_partition=2024-01-02",
+    }
+    assert len(off.snapshot.files) == 8
+    assert table.revisionIDs() == off.revisionIDs()
+
+    data = _events(spark, hours[0])
+    for hour in hours[1:]:
+        data = data.unionByName(_events(spark, hour))
+    assert spark_digest(table.toDF().drop("event_time_partition")) == spark_digest(data)
+    for fraction in (0.01, 0.1):
+        assert spark_digest(table.sample(fraction)) == spark_digest(off.sample(fraction))
+    one_day = "event_time < timestamp'2024-01-02 00:00:00'"
+    assert spark_digest(table.toDF().filter(one_day)) == spark_digest(off.toDF().filter(one_day))
+    sample = table.explainScan(fraction=0.01)
+    plain_sample = off.explainScan(fraction=0.01)
+    assert sample.selected_bytes < plain_sample.selected_bytes
+    # each day's run is cut by weight band down to cubeSize / 32 rows, as unpartitioned
+    assert sample.selected_bytes <= 0.2 * sample.total_bytes

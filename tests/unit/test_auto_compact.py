@@ -200,6 +200,35 @@ def test_files_to_compact_picks_whole_runs_of_small_covered_files() -> None:
     assert files_to_compact(_snapshot(files), AutoCompactSettings()) == ()
 
 
+def test_the_tiers_of_a_time_partitioned_table_are_counted_per_partition() -> None:
+    """Each time partition is a tree of its own: two runs of each of two days fill no tier
+    (a table-wide count would see four and merge the days together); a day with four runs
+    merges them, whatever the other day holds, and two full days merge in one compaction."""
+
+    def day(date: str, runs: int) -> list[IndexFile]:
+        return [
+            _file(f"t_partition={date}/run-{date[-2:]}{i}-x.parquet", 3, 20) for i in range(runs)
+        ]
+
+    four = AutoCompactSettings(enabled=True, min_file_size=1000, min_num_files=4)
+    partitioned = {"qbeast.timePartitioning": '{"timeColumn": "t", "period": "daily"}'}
+
+    def snapshot(files: list[IndexFile], config: dict[str, str]) -> QbeastSnapshot:
+        base = _snapshot(files)
+        return QbeastSnapshot({**base.configuration, **config}, base.files, base.version)
+
+    two_each = day("2024-01-01", 2) + day("2024-01-02", 2)
+    assert files_to_compact(snapshot(two_each, partitioned), four) == ()
+    # the same files in a table that is not time-partitioned: one tree, one tier of four
+    assert len(files_to_compact(snapshot(two_each, {}), four)) == 4
+    one_full = day("2024-01-01", 4) + day("2024-01-02", 3)
+    assert sorted(files_to_compact(snapshot(one_full, partitioned), four)) == [
+        f"t_partition=2024-01-01/run-01{i}-x.parquet" for i in range(4)
+    ]
+    both_full = day("2024-01-01", 4) + day("2024-01-02", 5)
+    assert len(files_to_compact(snapshot(both_full, partitioned), four)) == 9
+
+
 def _simulate(appends: int, size: int, fanout: int) -> tuple[float, int, int, list[int]]:
     """``appends`` appends of ``size`` bytes, each followed by the compaction the policy
     picks: rows rewritten per row appended, compactions, most runs, the sizes left."""
