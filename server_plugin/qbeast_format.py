@@ -31,6 +31,8 @@ Writing: ``df.write.format("qbeast").option(...).mode("append" | "overwrite").sa
 
     Both give valid Qbeast tables (every read and sample is exact), but an index with one
     big root cube prunes nothing: write large tables with :func:`qbeast_connect.write`.
+    An append to a table with automatic compaction on (``qbeast.autoCompact``) is followed,
+    in the same commit call, by the compaction it makes due (:mod:`server_plugin.compaction`).
     Rows outside the revision's space, or a table it cannot index in one pass, are errors
     naming :func:`qbeast_connect.write`.
 """
@@ -395,8 +397,15 @@ class QbeastFormatWriter(DataSourceArrowWriter):
         from server_plugin.writer import commit_write
 
         if not self.skip:
+            plan = WritePlan.from_json(self.plan_json)
             with storage_scope(self.storage_options):
-                commit_write(WritePlan.from_json(self.plan_json), messages)
+                commit_write(plan, messages)
+                if plan.mode == "append" and plan.read_version >= 0:
+                    # the client's compaction needs a Spark job, which a data source's
+                    # commit cannot start: this one runs here (server_plugin.compaction)
+                    from server_plugin.compaction import compact_after_commit
+
+                    compact_after_commit(plan.table_path, self.storage_options)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         from qbeast_connect.write_plan import WritePlan

@@ -89,9 +89,7 @@ def weights_and_layout(
 
     d = revision.dimension_count
     dcs = revision.desired_cube_size
-    domains: dict[CubeId, float] = {
-        CubeId.from_string(c, d): v for c, v in input_domains.items()
-    }
+    domains: dict[CubeId, float] = {CubeId.from_string(c, d): v for c, v in input_domains.items()}
     if existing_counts:
         for cube, value in existing_domains(existing_counts).items():
             domains[cube] = domains.get(cube, 0.0) + value

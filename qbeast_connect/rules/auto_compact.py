@@ -7,7 +7,9 @@ root's max weight), so every sample and nearly every filter must open all of the
 well the appends fit the table's revisions. A table written with ``autoCompact=true``
 re-indexes them after the appends that make them many: the client write paths
 (``qc.write``, ``qc.writer(...).save``, the streaming batch writer) run one compaction as a
-commit of its own after such an append (:mod:`qbeast_connect.spark.auto_compact`).
+commit of its own after such an append (:mod:`qbeast_connect.spark.auto_compact`), and the
+``format("qbeast")`` data source's commit does the same in its own process
+(``server_plugin.compaction``, capped in rows: ``files_to_compact(max_rows=...)``).
 
 The policy, pure: **size tiers** (as an LSM tree's size-tiered compaction).
 
@@ -275,11 +277,13 @@ def run_key(path: str) -> str:
 
 @dataclass(frozen=True)
 class Run:
-    """An eligible run: its key (:func:`run_key`), its files and their bytes."""
+    """An eligible run: its key (:func:`run_key`), its files, their bytes and their rows
+    (the blocks' element counts)."""
 
     key: str
     paths: tuple[str, ...]
     size: int
+    rows: int = 0
 
 
 def tier_of(size: int, fanout: int) -> int:
@@ -312,34 +316,45 @@ def eligible_runs(snapshot: QbeastSnapshot, settings: AutoCompactSettings) -> li
     for key, files in sorted(grouped.items()):
         size = sum(f.size for f in files)
         if key not in excluded and size < settings.min_file_size:
-            runs.append(Run(key, tuple(f.path for f in files), size))
+            rows = sum(b.element_count for f in files for b in f.blocks)
+            runs.append(Run(key, tuple(f.path for f in files), size, rows))
     return runs
 
 
-def runs_to_merge(runs: Sequence[Run], fanout: int) -> tuple[Run, ...]:
+def runs_to_merge(runs: Sequence[Run], fanout: int, max_rows: int | None = None) -> tuple[Run, ...]:
     """The runs one compaction merges: the lowest tier holding ``fanout`` runs, then each
-    next tier the merged run completes to ``fanout`` runs; none when no tier is full."""
+    next tier the merged run completes to ``fanout`` runs; none when no tier is full.
+
+    ``max_rows`` caps the rows merged (a writer that holds them in one task): the cascade
+    stops below the cap, and a lowest full tier over it merges nothing."""
     fanout = max(2, fanout)
+    cap = max_rows if max_rows is not None else float("inf")
     tiers: dict[int, list[Run]] = {}
     for run in runs:
         tiers.setdefault(tier_of(run.size, fanout), []).append(run)
     full = sorted(t for t, members in tiers.items() if len(members) >= fanout)
-    if not full:
+    if not full or sum(r.rows for r in tiers[full[0]]) > cap:
         return ()
     tier = full[0]
     chosen = list(tiers[tier])
     size = sum(r.size for r in chosen)
+    rows = sum(r.rows for r in chosen)
     while True:
         up = tier_of(size, fanout)
         if up <= tier or len(tiers.get(up, ())) + 1 < fanout:
             break
+        if rows + sum(r.rows for r in tiers[up]) > cap:
+            break
         chosen.extend(tiers[up])
         size += sum(r.size for r in tiers[up])
+        rows += sum(r.rows for r in tiers[up])
         tier = up
     return tuple(chosen)
 
 
-def files_to_compact(snapshot: QbeastSnapshot, settings: AutoCompactSettings) -> Sequence[str]:
+def files_to_compact(
+    snapshot: QbeastSnapshot, settings: AutoCompactSettings, max_rows: int | None = None
+) -> Sequence[str]:
     """The files a compaction rewrites now: the files of :func:`runs_to_merge` over the
     eligible runs, when automatic compaction is on; else none.
 
@@ -353,7 +368,7 @@ def files_to_compact(snapshot: QbeastSnapshot, settings: AutoCompactSettings) ->
     chosen = [
         run
         for group in _partition_groups(runs, partitioned)
-        for run in runs_to_merge(group, settings.min_num_files)
+        for run in runs_to_merge(group, settings.min_num_files, max_rows)
     ]
     return tuple(p for run in chosen for p in run.paths)
 

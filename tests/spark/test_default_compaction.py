@@ -4,6 +4,7 @@ and a table created with ``autoCompact=false`` (or before this version) keeps it
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -175,4 +176,60 @@ def test_a_time_partitioned_table_merges_the_tiers_of_each_partition(
     plain_sample = off.explainScan(fraction=0.01)
     assert sample.selected_bytes < plain_sample.selected_bytes
     # each day's run is cut by weight band down to cubeSize / 32 rows, as unpartitioned
+    assert sample.selected_bytes <= 0.2 * sample.total_bytes
+
+
+def test_format_qbeast_appends_are_compacted_in_the_plugins_commit(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A client that only uses ``df.write.format("qbeast")`` (or SQL ``INSERT INTO``) never
+    runs qbeast-connect's client code, whose compaction starts a Spark job. The plugin's
+    commit compacts instead: the create and 7 appends of 400 rows make 8 runs, the 4th and
+    8th writes each merge a tier of 4 into one run of 1,600 rows, in commits of their own
+    tagged as compactions, with the rows and samples of the table created with
+    ``autoCompact=false`` (before: 8 files, every sample opening all of them)."""
+    compacted = str(tmp_path / "default")
+    plain = str(tmp_path / "off")
+
+    def series(path: str, **options: str) -> None:
+        for hour in range(8):
+            writer = _events(spark, hour).write.format("qbeast")
+            if hour == 0:
+                writer = (
+                    writer.option("columnsToIndex", "user_id")
+                    .option("cubeSize", "1000")
+                    .option("columnStats", '{"user_id_min": 0, "user_id_max": 999}')
+                    .options(**options)
+                )
+            writer.mode("append" if hour else "overwrite").save(path)
+
+    series(compacted)
+    series(plain, autoCompact="false")
+    assert latest_configuration(compacted)["qbeast.autoCompact"] == "true"
+    tagged = [
+        v
+        for v, a in log_actions(compacted)
+        if "commitInfo" in a and (a["commitInfo"].get("tags") or {}).get("qbeast.autoCompaction")
+    ]
+    assert tagged == [4, 9]  # right after the 4th and the 8th write (versions 3 and 8)
+    for version in tagged:
+        commit = [a for v, a in log_actions(compacted) if v == version]
+        removed = [a["remove"] for a in commit if "remove" in a]
+        added = [a["add"] for a in commit if "add" in a]
+        assert len(removed) == 4 and all(not r["dataChange"] for r in removed)
+        assert sum(json.loads(a["stats"])["numRecords"] for a in added) == 1600
+    table = qc.QbeastTable.forPath(spark, compacted)
+    off = qc.QbeastTable.forPath(spark, plain)
+    assert len(off.snapshot.files) == 8
+    runs = {f.path.split("-")[1] for f in table.snapshot.files}
+    assert len(runs) == 2
+    data = _events(spark, 0)
+    for hour in range(1, 8):
+        data = data.unionByName(_events(spark, hour))
+    assert spark_digest(table.toDF()) == spark_digest(data)
+    assert spark_digest(spark.read.format("qbeast").load(compacted)) == spark_digest(data)
+    for fraction in (0.01, 0.1):
+        assert spark_digest(table.sample(fraction)) == spark_digest(off.sample(fraction))
+    sample = table.explainScan(fraction=0.01)
+    assert sample.selected_bytes < off.explainScan(fraction=0.01).selected_bytes
     assert sample.selected_bytes <= 0.2 * sample.total_bytes

@@ -229,6 +229,23 @@ def test_the_tiers_of_a_time_partitioned_table_are_counted_per_partition() -> No
     assert len(files_to_compact(snapshot(both_full, partitioned), four)) == 9
 
 
+def test_a_row_cap_stops_the_cascade_below_it_and_skips_a_tier_over_it() -> None:
+    """The plugin's commit holds a compaction's rows in one task (``max_rows``): the lowest
+    full tier merges while the next tier it completes would pass the cap; a lowest tier
+    over the cap merges nothing (no read that would be declined at every append)."""
+    small = [Run(f"s{i}", (f"s{i}",), 10, 400) for i in range(4)]
+    middle = [Run(f"m{i}", (f"m{i}",), 40, 1600) for i in range(3)]
+    assert len(runs_to_merge([*small, *middle], 4)) == 7
+    assert len(runs_to_merge([*small, *middle], 4, max_rows=6_400)) == 7
+    assert [r.key for r in runs_to_merge([*small, *middle], 4, max_rows=6_399)] == [
+        "s0",
+        "s1",
+        "s2",
+        "s3",
+    ]
+    assert runs_to_merge([*small, *middle], 4, max_rows=1_599) == ()
+
+
 def _simulate(appends: int, size: int, fanout: int) -> tuple[float, int, int, list[int]]:
     """``appends`` appends of ``size`` bytes, each followed by the compaction the policy
     picks: rows rewritten per row appended, compactions, most runs, the sizes left."""
