@@ -233,3 +233,31 @@ def test_format_qbeast_appends_are_compacted_in_the_plugins_commit(
     sample = table.explainScan(fraction=0.01)
     assert sample.selected_bytes < off.explainScan(fraction=0.01).selected_bytes
     assert sample.selected_bytes <= 0.2 * sample.total_bytes
+
+
+def test_a_failing_compaction_in_the_plugins_commit_leaves_the_append_committed(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A file of a run the commit would merge was deleted by hand: the 4th write's append
+    commits, its compaction reads nothing it could commit, and leaves no file behind (the
+    files written before the failure are deleted)."""
+    path = tmp_path / "t"
+    for hour in range(4):
+        writer = _events(spark, hour).write.format("qbeast")
+        if hour == 0:
+            writer = (
+                writer.option("columnsToIndex", "user_id")
+                .option("cubeSize", "1000")
+                .option("columnStats", '{"user_id_min": 0, "user_id_max": 999}')
+            )
+        if hour == 3:
+            (path / qc.QbeastTable.forPath(spark, str(path)).snapshot.files[0].path).unlink()
+        writer.mode("append" if hour else "overwrite").save(str(path))
+    versions = sorted({v for v, _ in log_actions(str(path))})
+    assert versions == [0, 1, 2, 3]  # the append committed; no compaction did
+    last = [a for v, a in log_actions(str(path)) if v == 3]
+    assert not any((a.get("commitInfo") or {}).get("tags") for a in last)
+    live = {f.path for f in qc.QbeastTable.forPath(spark, str(path)).snapshot.files}
+    on_disk = {p.name for p in path.glob("*.parquet")}
+    # the 4 appended files, less the one deleted by hand: no compaction output is left
+    assert len(live) == 4 and on_disk < live and len(on_disk) == 3
