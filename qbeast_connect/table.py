@@ -8,6 +8,7 @@ files, so ``DataFrame.inputFiles()`` shows what the index selected.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from qbeast_connect.planning.file_planner import (
 )
 from qbeast_connect.planning.predicate import Predicate, from_sql
 from qbeast_connect.spark.balance import balanced_column
-from qbeast_connect.spark.columns import from_column
+from qbeast_connect.spark.columns import from_column, session_time_zone
 from qbeast_connect.spark.files import (
     SPARK_READER,
     answer_input_files,
@@ -322,7 +323,7 @@ class QbeastTable:
                 self._predicate(where),
                 fraction,
                 schema=self._state.schema_string or {},
-                time_zone=self._session_time_zone(),
+                time_zone=session_time_zone(self._spark),
             )
         return plot_index(
             self._qbeast,
@@ -610,9 +611,7 @@ class QbeastTable:
                     for rid, revision in self._qbeast.revisions.items()
                     if list(revision.column_names) == list(columns)
                 ),
-                file_stats=stats_by_path(
-                    self._state.adds, self._state.configuration, self._state.schema_string or {}
-                ),
+                file_stats=self._file_stats,
             ),
             read_band,
             aggregates,
@@ -703,8 +702,8 @@ class QbeastTable:
         The filter, the files' statistics and the session time zone are bound once."""
         predicate = self._predicate(where)
         schema: object = self._state.schema_string or {}
-        file_stats = stats_by_path(self._state.adds, self._state.configuration, schema)
-        time_zone = None if predicate is None else self._session_time_zone()
+        file_stats = self._file_stats
+        time_zone = None if predicate is None else session_time_zone(self._spark)
 
         def plan(fraction: float | None, from_fraction: float | None) -> ScanPlan:
             return plan_files(
@@ -719,13 +718,12 @@ class QbeastTable:
 
         return plan
 
-    def _session_time_zone(self) -> str | None:
-        """The time zone Spark reads zone-less timestamps in (None when unknown)."""
-        try:
-            value = self._spark.conf.get("spark.sql.session.timeZone")
-        except Exception:  # an old or restricted server: prune no time-zone-dependent leaf
-            return None
-        return value if isinstance(value, str) else None
+    @functools.cached_property
+    def _file_stats(self) -> dict[str, Any]:
+        """Each file's Delta statistics by path, parsed once per table object (it never
+        changes): the planners of one ``approx`` call, and every later read, share them."""
+        schema: object = self._state.schema_string or {}
+        return stats_by_path(self._state.adds, self._state.configuration, schema)
 
     def _reader(self) -> str:
         return reader_for(self._spark, self._path)

@@ -21,12 +21,24 @@ from qbeast_connect.planning.predicate.sql_tokenizer import read_backquoted
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-__all__ = ["from_column", "to_column"]
+__all__ = ["from_column", "session_time_zone", "to_column"]
 
 _UTC = _dt.UTC
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _NO_VALUE = object()  # a Connect literal the predicate tree has no value for
+
+
+def session_time_zone(spark: Any) -> str | None:
+    """The time zone the session reads zone-less timestamps in
+    (``spark.sql.session.timeZone``), which binding a filter's timestamp literals needs;
+    None when the server does not say (an old or restricted server): the planner then
+    prunes on no leaf that depends on it."""
+    try:
+        value = spark.conf.get("spark.sql.session.timeZone")
+    except Exception:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def to_column(p: P.Predicate) -> Column:
@@ -231,8 +243,6 @@ def _connect_junction(expr: Any) -> str:
         if name in ("and", "or") and expr._args:
             return str(name)
     return ""
-
-
 
 
 def _from_connect(expr: Any) -> P.Predicate:

@@ -21,7 +21,7 @@ from qbeast_connect.exceptions import InvalidOptionError, TableNotFoundError
 from qbeast_connect.planning.file_planner import plan_files, stats_by_path
 from qbeast_connect.planning.predicate import Predicate, from_sql, quote_identifier
 from qbeast_connect.spark.balance import balanced_column
-from qbeast_connect.spark.columns import from_column
+from qbeast_connect.spark.columns import from_column, session_time_zone
 from qbeast_connect.spark.files import read_table_files, table_file
 from qbeast_connect.spark.snapshot import TableState, load_table_state
 from qbeast_connect.timeline.cover import CoverPlan, TimelineOracle, plan_cover
@@ -286,17 +286,13 @@ def _predicate(where: Column | str) -> Predicate:
 def _pruned_paths(spark: SparkSession, state: TableState, predicate: Predicate) -> tuple[str, ...]:
     """The files of ``state`` a read filtered by ``predicate`` must open."""
     schema: object = state.schema_string or {}
-    try:
-        time_zone = spark.conf.get("spark.sql.session.timeZone")
-    except Exception:  # an old or restricted server: prune no time-zone-dependent leaf
-        time_zone = None
     plan = plan_files(
         state.qbeast(),
         predicate,
         None,
         file_stats=stats_by_path(state.adds, state.configuration, schema),
         schema=schema,
-        time_zone=time_zone if isinstance(time_zone, str) else None,
+        time_zone=session_time_zone(spark),
     )
     return plan.paths
 

@@ -420,3 +420,28 @@ def test_a_band_of_one_row_per_weight_sums_the_same_without_the_weight_level(
                 assert one[key][name] == pytest.approx(value, rel=1e-12), name
             else:
                 assert one[key][name] == value, name
+
+
+def test_the_files_statistics_are_parsed_once_per_table_object(
+    table: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An approx call plans with two planners (the filter, the rows whose indexed columns
+    are all NULL) and the unread files' extremes: each parsed every file's Delta statistics
+    of its own (3 passes over the log's adds per call, before). The table object never
+    changes, so it parses them once, for every later read too."""
+    import qbeast_connect.table as table_module
+
+    calls: list[int] = []
+    parse = table_module.stats_by_path
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(table_module, "stats_by_path", counted)
+    t = qc.QbeastTable.forPath(table[0]._spark, table[0].path)
+    first = t.approx("sum(price) AS revenue", where="x < 500", relativeError=0.05)
+    second = t.approx("sum(price) AS revenue", where="x < 500", relativeError=0.05)
+    t.explainScan(where="x < 100")
+    assert len(calls) == 1
+    assert first.rows() == second.rows()
