@@ -122,11 +122,11 @@ def _row_columns(i: int, agg: Aggregate) -> list[Column]:
     :func:`_key_columns` gives for a weight of one row, computed per row, with no grouping."""
     from pyspark.sql import functions as F
 
+    def present(col: Column) -> Column:  # the row's count of values: 1, or 0 for a NULL
+        return F.when(col.isNotNull(), F.lit(1)).otherwise(F.lit(0)).cast("long").alias(f"n{i}")
+
     if agg.kind == "count":
-        if agg.column is None:
-            return []
-        present = F.when(_col(agg.columns[0]).isNotNull(), F.lit(1)).otherwise(F.lit(0))
-        return [present.cast("long").alias(f"n{i}")]
+        return [] if agg.column is None else [present(_col(agg.columns[0]))]
     if agg.kind in ("min", "max"):
         return [_col(agg.columns[0]).alias(f"{agg.kind}{i}")]
     if agg.kind == "count_distinct":  # never per row (_one_row_per_weight)
@@ -134,7 +134,7 @@ def _row_columns(i: int, agg: Aggregate) -> list[Column]:
     col = _col(agg.columns[0])
     value = col.cast("double")
     return [
-        F.when(col.isNotNull(), F.lit(1)).otherwise(F.lit(0)).cast("long").alias(f"n{i}"),
+        present(col),
         col.alias(f"s{i}"),
         value.alias(f"t{i}"),
         value.alias(f"maxv{i}"),
