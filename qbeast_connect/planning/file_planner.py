@@ -56,10 +56,12 @@ __all__ = [
     "ScanPlan",
     "file_may_match",
     "numeric_range",
+    "parse_stats",
     "plan_files",
     "rows_inside_band",
     "sample_weight_sql",
     "stats_by_path",
+    "stats_value",
     "validate_fraction",
     "weight_range_for_fraction",
 ]
@@ -324,13 +326,13 @@ def numeric_range(raw: object, column: str) -> tuple[float, float] | None:
     Delta statistics: ``(inf, -inf)`` (an empty range) when every value is NULL; None when
     the statistics do not tell (none, not numbers, or not finite: NaN has no place in an
     order)."""
-    stats = _parse_stats(raw)
+    stats = parse_stats(raw)
     if stats is None:
         return None
-    low = _lookup(stats.get("minValues"), column)
-    high = _lookup(stats.get("maxValues"), column)
+    low = stats_value(stats.get("minValues"), column)
+    high = stats_value(stats.get("maxValues"), column)
     if low is None and high is None:
-        nulls, rows = _lookup(stats.get("nullCount"), column), stats.get("numRecords")
+        nulls, rows = stats_value(stats.get("nullCount"), column), stats.get("numRecords")
         if isinstance(nulls, int) and not isinstance(nulls, bool) and nulls == rows:
             return (math.inf, -math.inf)
         return None
@@ -344,7 +346,9 @@ def numeric_range(raw: object, column: str) -> tuple[float, float] | None:
     return (ends[0], ends[1])
 
 
-def _parse_stats(raw: object) -> Mapping[str, Any] | None:
+def parse_stats(raw: object) -> Mapping[str, Any] | None:
+    """A file's Delta statistics parsed (JSON text, bytes or a mapping already); None when
+    there are none or they are not a JSON object."""
     if raw is None:
         return None
     if isinstance(raw, Mapping):
@@ -358,7 +362,7 @@ def _parse_stats(raw: object) -> Mapping[str, Any] | None:
     return None
 
 
-def _lookup(section: object, column: str) -> Any:
+def stats_value(section: object, column: str) -> Any:
     """Top-level stats entry of a column: exact name, else a unique case-insensitive match."""
     if not isinstance(section, Mapping):
         return None
@@ -461,7 +465,7 @@ def _atom_may_match(atom: Predicate, stats: Mapping[str, Any], nan_rows: bool = 
         return True
     column = atom.column
     num_records = stats.get("numRecords")
-    null_count = _lookup(stats.get("nullCount"), column)
+    null_count = stats_value(stats.get("nullCount"), column)
     if isinstance(num_records, bool) or not isinstance(num_records, int):
         num_records = None
     if isinstance(null_count, bool) or not isinstance(null_count, int):
@@ -473,8 +477,8 @@ def _atom_may_match(atom: Predicate, stats: Mapping[str, Any], nan_rows: bool = 
         return False  # no non-null value: comparisons, IN and IS NOT NULL are never TRUE
     if isinstance(atom, IsNotNull):
         return True
-    low_stat = _lookup(stats.get("minValues"), column)
-    high_stat = _lookup(stats.get("maxValues"), column)
+    low_stat = stats_value(stats.get("minValues"), column)
+    high_stat = stats_value(stats.get("maxValues"), column)
     if isinstance(atom, Comparison):
         return _value_may_match(atom.op, atom.value, low_stat, high_stat, nan_rows)
     values = [v for v in atom.values if v is not None]
@@ -517,7 +521,7 @@ def file_may_match(dnf: Sequence[Sequence[Predicate]], stats: object) -> bool:
     """
     if not dnf:
         return False
-    parsed = _parse_stats(stats)
+    parsed = parse_stats(stats)
     if parsed is None:
         return True
     for term in dnf:

@@ -19,8 +19,9 @@ The policy, pure: **size tiers** (as an LSM tree's size-tiered compaction).
   compaction, the first write). A file of another name (written by an older version, by
   ``format("qbeast")`` or another tool) is a run of its own.
 * A run is **eligible** when its files belong to indexed revisions the latest revision
-  covers (so its rows are indexed into the latest revision without widening it) and it
-  holds fewer than ``autoCompactMinFileSize`` bytes (bigger runs are never rewritten).
+  covers (so its rows are indexed into the latest revision without widening it), or are
+  staging files whose statistics prove their rows inside its space, and it holds fewer
+  than ``autoCompactMinFileSize`` bytes (bigger runs are never rewritten).
 * A run's **tier** is ``floor(log_k(bytes))`` with fan-out ``k = autoCompactMinNumFiles``:
   runs of a tier differ in size by less than ``k`` times.
 * A compaction is **due** when a tier holds at least ``k`` eligible runs: the lowest such
@@ -46,8 +47,10 @@ every partition that has one, each partition's rows into its own tree, in one co
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from qbeast_connect.exceptions import InvalidOptionError
 from qbeast_connect.model.block import IndexFile
@@ -277,8 +280,8 @@ def run_key(path: str) -> str:
 
 @dataclass(frozen=True)
 class Run:
-    """An eligible run: its key (:func:`run_key`), its files, their bytes and their rows
-    (the blocks' element counts)."""
+    """An eligible run: its key (:func:`run_key`), its files, their bytes and the rows a
+    read of them returns."""
 
     key: str
     paths: tuple[str, ...]
@@ -296,19 +299,37 @@ def tier_of(size: int, fanout: int) -> int:
     return tier
 
 
-def eligible_runs(snapshot: QbeastSnapshot, settings: AutoCompactSettings) -> list[Run]:
-    """The runs a compaction may rewrite (module docstring), by key."""
+def eligible_runs(
+    snapshot: QbeastSnapshot,
+    settings: AutoCompactSettings,
+    file_stats: Mapping[str, Any] | None = None,
+) -> list[Run]:
+    """The runs a compaction may rewrite (module docstring), by key.
+
+    With ``file_stats`` (each file's Delta statistics by path, logical column names), the
+    staging files (revision 0: converted data, or files another Delta writer appended)
+    whose statistics prove every row inside the latest revision's space are eligible too:
+    the compaction indexes their rows into that revision (:func:`stats_inside_space`)."""
     latest = snapshot.latest_revision
     if latest is None:
         return []
     covered = {
         rid for rid, revision in snapshot.revisions.items() if rid > 0 and covers(latest, revision)
     }
+
+    def staging_fits(f: IndexFile) -> bool:
+        return (
+            file_stats is not None
+            and f.revision_id == 0
+            and not latest.is_staging
+            and stats_inside_space(latest, file_stats.get(f.path))
+        )
+
     grouped: dict[str, list[IndexFile]] = {}
     excluded: set[str] = set()
     for f in snapshot.files:
         key = run_key(f.path)
-        if f.revision_id in covered and f.blocks:
+        if (f.revision_id in covered and f.blocks) or staging_fits(f):
             grouped.setdefault(key, []).append(f)
         else:
             excluded.add(key)
@@ -316,7 +337,7 @@ def eligible_runs(snapshot: QbeastSnapshot, settings: AutoCompactSettings) -> li
     for key, files in sorted(grouped.items()):
         size = sum(f.size for f in files)
         if key not in excluded and size < settings.min_file_size:
-            rows = sum(b.element_count for f in files for b in f.blocks)
+            rows = sum(f.live_rows for f in files)
             runs.append(Run(key, tuple(f.path for f in files), size, rows))
     return runs
 
@@ -353,17 +374,21 @@ def runs_to_merge(runs: Sequence[Run], fanout: int, max_rows: int | None = None)
 
 
 def files_to_compact(
-    snapshot: QbeastSnapshot, settings: AutoCompactSettings, max_rows: int | None = None
+    snapshot: QbeastSnapshot,
+    settings: AutoCompactSettings,
+    max_rows: int | None = None,
+    file_stats: Mapping[str, Any] | None = None,
 ) -> Sequence[str]:
     """The files a compaction rewrites now: the files of :func:`runs_to_merge` over the
     eligible runs, when automatic compaction is on; else none.
 
-    Only indexed files whose revision the latest revision covers count, so the rows are
-    indexed into the latest revision and no compaction opens a revision.
+    Only indexed files whose revision the latest revision covers count (and, with
+    ``file_stats``, staging files whose statistics put them inside its space), so the rows
+    are indexed into the latest revision and no compaction opens a revision.
     """
     if not settings.enabled:
         return ()
-    runs = eligible_runs(snapshot, settings)
+    runs = eligible_runs(snapshot, settings, file_stats)
     partitioned = PARTITIONING_KEY in snapshot.configuration
     chosen = [
         run
@@ -383,3 +408,57 @@ def _partition_groups(runs: Sequence[Run], partitioned: bool) -> list[list[Run]]
     for run in runs:
         groups.setdefault(run.key.rpartition("/")[0], []).append(run)
     return [groups[directory] for directory in sorted(groups)]
+
+
+def stats_inside_space(latest: Revision, raw_stats: object) -> bool:
+    """Whether a file's Delta statistics prove every row inside ``latest``'s space: each
+    indexed column hashed (every value has a place), or linear with its minimum and maximum
+    inside the column's range (dates and timestamps in epoch milliseconds, as the index
+    normalizes them; a column of NULLs only fits too). False whenever the statistics do
+    not tell: a column without them, of another transformation, a NaN."""
+    from qbeast_connect.model.transformation import HashTransformation, LinearTransformation
+    from qbeast_connect.planning.file_planner import numeric_range, parse_stats
+
+    stats = parse_stats(raw_stats)
+    if stats is None:
+        return False
+    for name, transformation in zip(latest.column_names, latest.transformations, strict=True):
+        if isinstance(transformation, HashTransformation):
+            continue
+        if not isinstance(transformation, LinearTransformation):
+            return False
+        found = numeric_range(stats, name) or _time_range_ms(stats, name)
+        if found is None:
+            return False
+        low, high = found
+        if low > high:  # every value NULL
+            continue
+        if low < transformation.min_number or high > transformation.max_number:
+            return False
+    return True
+
+
+def _time_range_ms(stats: Mapping[str, Any], column: str) -> tuple[float, float] | None:
+    """A date or timestamp column's range in epoch milliseconds from its statistics (Delta
+    writes them as ``yyyy-MM-dd`` or ISO instants floored to the millisecond); None when
+    they are not such text."""
+    from qbeast_connect.planning.file_planner import stats_value
+
+    ends = []
+    for section in ("minValues", "maxValues"):
+        text = stats_value(stats.get(section), column)
+        if not isinstance(text, str):
+            return None
+        try:
+            if len(text.strip()) == 10:
+                day = _dt.date.fromisoformat(text.strip())
+                ends.append(float((day - _dt.date(1970, 1, 1)).days * 86_400_000))
+                continue
+            moment = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=_dt.UTC)
+        epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+        ends.append(float((moment - epoch) // _dt.timedelta(milliseconds=1)))
+    return (ends[0], ends[1])

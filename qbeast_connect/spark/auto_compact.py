@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import CommitConflictError, QbeastError
 from qbeast_connect.options import WriteOptions
+from qbeast_connect.planning.file_planner import stats_by_path
 from qbeast_connect.rules.auto_compact import (
     AUTO_COMMIT_TAG,
     OPTION_KEYS,
@@ -88,7 +89,9 @@ def _compact(
     settings = settings_of({**state.configuration, **given})
     snapshot = state.qbeast()
     latest = snapshot.latest_revision
-    paths = list(files_to_compact(snapshot, settings))
+    schema_text: object = state.schema_string or {}
+    stats = stats_by_path(state.adds, state.configuration, schema_text)
+    paths = list(files_to_compact(snapshot, settings, file_stats=stats))
     if latest is None or not paths or state.schema_string is None:
         return None
     from pyspark.sql.types import StructType

@@ -5,13 +5,20 @@ and a table created with ``autoCompact=false`` (or before this version) keeps it
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import qbeast_connect as qc
 from qbeast_connect.model.weight import weight_from_fraction
+from tests.spark.helpers import (
+    deltalake_table,
+    latest_configuration,
+    log_actions,
+    row_digest,
+    spark_digest,
+)
 from tests.spark.helpers import hourly_events as _events
-from tests.spark.helpers import latest_configuration, log_actions, spark_digest
 
 COLUMNS = "event_time,user_id"
 
@@ -261,3 +268,53 @@ def test_a_failing_compaction_in_the_plugins_commit_leaves_the_append_committed(
     on_disk = {p.name for p in path.glob("*.parquet")}
     # the 4 appended files, less the one deleted by hand: no compaction output is left
     assert len(live) == 4 and on_disk < live and len(on_disk) == 3
+
+
+def test_staging_files_inside_the_latest_revision_are_indexed_by_the_compaction(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A converted Delta table gets a revision from a qc.write append; another Delta writer
+    (``deltalake``) then appends small files, which are staging files (no qbeast tags):
+    every sample and filter reads them whole. The next compaction indexes those whose
+    statistics prove their rows inside the latest revision's space into it, and leaves the
+    one whose ``k`` lies outside as it is (indexing it would need a new revision)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "dl")
+
+    def rows(low: int, count: int) -> pa.Table:
+        ks = list(range(low, low + count))
+        return pa.table({"k": ks, "v": [float(k) / 3 for k in ks]})
+
+    write_deltalake(path, rows(0, 300))
+    qc.convertToQbeast(spark, path, columnsToIndex="k", cubeSize=100, sourceFormat="delta")
+    frame = spark.range(300, 1000).selectExpr("id AS k", "cast(id AS double) / 3 AS v")
+    qc.write(frame, path, mode="append", autoCompact="true")
+    for low in (300, 400, 500, 600):
+        write_deltalake(path, rows(low, 50), mode="append")
+    # outside k's space, [300, 999] (the first append's range): as the converted file's
+    write_deltalake(path, rows(5000, 50), mode="append")
+    before = qc.QbeastTable.forPath(spark, path)
+    staged = {
+        f.path: pq.read_table(os.path.join(path, f.path)) for f in before.snapshot.staging_files()
+    }
+    assert sorted(t.num_rows for t in staged.values()) == [50, 50, 50, 50, 50, 300]
+    outside = next(p for p, t in staged.items() if pc.min(t["k"]).as_py() == 5000)
+    fitting = [p for p, t in staged.items() if t.num_rows == 50 and p != outside]
+
+    result = qc.write(frame.limit(10), path, mode="append")
+    assert result.compaction is not None and result.compaction.skipped is None
+    after = qc.QbeastTable.forPath(spark, path)
+    left = {f.path for f in after.snapshot.staging_files()}
+    assert outside in left and not left & set(fitting)
+    latest = after.latestRevision.revision_id
+    assert after.revisionIDs() == before.revisionIDs()
+    assert all(f.revision_id == latest for f in after.snapshot.files if f.path not in left)
+    assert row_digest(deltalake_table(path)) == spark_digest(after.toDF())
+    assert after.toDF().count() == 300 + 700 + 250 + 10
+    assert spark_digest(after.sample(0.3)) == spark_digest(
+        after.toDF().filter(f"hash(k) < {weight_from_fraction(0.3)}")
+    )

@@ -28,6 +28,7 @@ from qbeast_connect.rules.auto_compact import (
     run_key,
     runs_to_merge,
     settings_of,
+    stats_inside_space,
     stored_configuration,
     tier_of,
 )
@@ -244,6 +245,88 @@ def test_a_row_cap_stops_the_cascade_below_it_and_skips_a_tier_over_it() -> None
         "s3",
     ]
     assert runs_to_merge([*small, *middle], 4, max_rows=1_599) == ()
+
+
+def test_a_staging_file_is_eligible_when_its_statistics_prove_it_inside_the_space() -> None:
+    """Staging files (revision 0) join the compaction only when the latest revision's space
+    provably holds every row: each linear column's minimum and maximum inside its range
+    (dates and timestamps in epoch milliseconds, as the index normalizes them), hashed
+    columns always; never on missing or unreadable statistics."""
+    import json as _json
+
+    def stats(low: object, high: object, column: str = "t", nulls: int = 0) -> str:
+        return _json.dumps(
+            {
+                "numRecords": 10,
+                "minValues": {column: low, "user": 0} if low is not None else {"user": 0},
+                "maxValues": {column: high, "user": 10} if high is not None else {"user": 10},
+                "nullCount": {column: nulls, "user": 0},
+            }
+        )
+
+    latest = _revisions()[-1]  # t in [0, 1000] (headroom aside), user in [0, 10]
+    t = latest.transformations[0]
+    assert stats_inside_space(latest, stats(t.min_number, t.max_number))
+    assert not stats_inside_space(latest, stats(t.min_number, t.max_number + 1))
+    assert not stats_inside_space(latest, stats(t.min_number - 1, t.max_number))
+    assert stats_inside_space(latest, stats(None, None, nulls=10))  # NULLs only
+    assert not stats_inside_space(latest, stats(None, None, nulls=3))  # no bounds given
+    assert not stats_inside_space(latest, None)
+    assert not stats_inside_space(latest, "not json")
+
+    day = 86_400_000
+    dates = plan_revision(
+        None,
+        parse_columns_to_index("d"),
+        {"d": "date"},
+        {"d": ColumnStats(19_723 * day, 19_730 * day)},  # 2024-01-01 .. 2024-01-08
+        {},
+        50,
+        "/t",
+        1,
+        random.Random(1),
+    ).revision
+    assert stats_inside_space(dates, stats("2024-01-01", "2024-01-08", "d"))
+    assert not stats_inside_space(dates, stats("2023-12-31", "2024-01-08", "d"))
+    stamps = plan_revision(
+        None,
+        parse_columns_to_index("ts"),
+        {"ts": "timestamp"},
+        {"ts": ColumnStats(1_704_067_200_000, 1_704_070_800_000)},  # one hour
+        {},
+        50,
+        "/t",
+        1,
+        random.Random(1),
+    ).revision
+    inside = stats("2024-01-01T00:00:00.000Z", "2024-01-01T01:00:00.000Z", "ts")
+    assert stats_inside_space(stamps, inside)
+    late = stats("2024-01-01T00:00:00.000Z", "2024-01-01T01:00:00.001Z", "ts")
+    assert not stats_inside_space(stamps, late)
+    hashed = plan_revision(
+        None,
+        parse_columns_to_index("s:hashing"),
+        {"s": "string"},
+        {},
+        {},
+        50,
+        "/t",
+        1,
+        random.Random(1),
+    ).revision
+    assert stats_inside_space(hashed, stats("a", "z", "s"))
+
+    files = [
+        IndexFile("part-0.parquet", 20, 0, 0, (Block("", -100, 2**31 - 1, 0),), 10),
+        IndexFile("part-1.parquet", 20, 0, 0, (Block("", -100, 2**31 - 1, 0),), 10),
+    ]
+    by_path = {
+        "part-0.parquet": stats(t.min_number, t.max_number),
+        "part-1.parquet": stats(t.min_number, t.max_number + 1),
+    }
+    keys = [r.key for r in eligible_runs(_snapshot(files), ON, by_path)]
+    assert keys == ["part-0.parquet"]
+    assert eligible_runs(_snapshot(files), ON) == []  # without statistics: none
 
 
 def _simulate(appends: int, size: int, fanout: int) -> tuple[float, int, int, list[int]]:
