@@ -319,6 +319,30 @@ def compare(appended: dict[str, Any], once: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def against_one_write(
+    spark: Any, hours: int, rows: int, cube_size: int, paths: dict[str, str], scratch: str
+) -> dict[str, Any]:
+    """The reads of the appended tables ``paths`` (``{"default": ..., "off": ...}``) and of
+    the same rows written at once (to ``fresh_dir(scratch)``): ``once``, each name's
+    :func:`measure` and ``<name>_vs_once`` (:func:`compare`)."""
+    import qbeast_connect as qc
+
+    once_path = fresh_dir(scratch)
+    qc.write(
+        all_frame(spark, hours, rows),
+        once_path,
+        columnsToIndex="event_time,user_id",
+        cubeSize=cube_size,
+        autoCompact="false",
+    )
+    once = measure(spark, once_path, hours)
+    out: dict[str, Any] = {"once": once}
+    for name, path in paths.items():
+        out[name] = measure(spark, path, hours)
+        out[f"{name}_vs_once"] = compare(out[name], once)
+    return out
+
+
 def timed_append(
     spark: Any, path: str, hour: int, rows: int, compactions: list[dict[str, Any]],
     mode: str = "append", **options: Any,

@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.common import UTC_SESSION, all_frame, compare, fresh_dir, machine, measure, timed_append
+from bench.common import UTC_SESSION, against_one_write, fresh_dir, machine, timed_append
 
 
 def main() -> None:
@@ -80,17 +80,11 @@ def main() -> None:
             hours = hour + 1
             if hours % args.every and hours != args.appends:
                 continue
-            once_path = fresh_dir("compaction_once")
-            qc.write(
-                all_frame(spark, hours, args.rows),
-                once_path,
-                columnsToIndex=columns,
-                cubeSize=args.cube_size,
-                autoCompact="false",
+            reads = against_one_write(
+                spark, hours, args.rows, args.cube_size,
+                {"default": default_path, "off": plain_path}, "compaction_once",
             )
-            once = measure(spark, once_path, hours)
-            default = measure(spark, default_path, hours)
-            plain = measure(spark, plain_path, hours)
+            once, default, plain = reads["once"], reads["default"], reads["off"]
             rewritten = sum(c["rows"] for c in compactions)
             checkpoints.append(
                 {
@@ -101,11 +95,7 @@ def main() -> None:
                     "compactions": len(compactions),
                     "skipped_compactions": sum(1 for c in compactions if c["skipped"]),
                     "rows_rewritten_per_row_appended": round(rewritten / (hours * args.rows), 3),
-                    "once": once,
-                    "default": default,
-                    "default_vs_once": compare(default, once),
-                    "off": plain,
-                    "off_vs_once": compare(plain, once),
+                    **reads,
                 }
             )
             report["compactions"] = compactions

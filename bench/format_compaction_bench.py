@@ -29,12 +29,10 @@ from bench.common import (
     START,
     USERS,
     UTC_SESSION,
-    all_frame,
-    compare,
+    against_one_write,
     fresh_dir,
     hour_frame,
     machine,
-    measure,
 )
 
 
@@ -113,17 +111,8 @@ def main() -> None:
             hours = hour + 1
             if hours % args.every and hours != args.appends:
                 continue
-            once_path = fresh_dir("format_once")
-            qc.write(
-                all_frame(spark, hours, args.rows),
-                once_path,
-                columnsToIndex="event_time,user_id",
-                cubeSize=args.cube_size,
-                autoCompact="false",
-            )
-            once = measure(spark, once_path, hours)
-            default = measure(spark, paths["default"], hours)
-            plain = measure(spark, paths["off"], hours)
+            reads = against_one_write(spark, hours, args.rows, args.cube_size, paths, "format_once")
+            once, default, plain = reads["once"], reads["default"], reads["off"]
             commits, rows = _rewritten(paths["default"])
             checkpoints.append(
                 {
@@ -133,11 +122,7 @@ def main() -> None:
                     "time_ratio": round(seconds["default"] / seconds["off"], 3),
                     "compactions": commits,
                     "rows_rewritten_per_row_appended": round(rows / (hours * args.rows), 3),
-                    "once": once,
-                    "default": default,
-                    "default_vs_once": compare(default, once),
-                    "off": plain,
-                    "off_vs_once": compare(plain, once),
+                    **reads,
                 }
             )
             if args.out:

@@ -186,6 +186,20 @@ def test_a_time_partitioned_table_merges_the_tiers_of_each_partition(
     assert sample.selected_bytes <= 0.2 * sample.total_bytes
 
 
+def _format_write(spark: Any, hour: int, path: str, **options: str) -> None:
+    """The events of ``hour`` written with ``df.write.format("qbeast")`` only: hour 0
+    creates the table (``user_id`` indexed, its space given, ``options`` kept with it)."""
+    writer = _events(spark, hour).write.format("qbeast")
+    if hour == 0:
+        writer = (
+            writer.option("columnsToIndex", "user_id")
+            .option("cubeSize", "1000")
+            .option("columnStats", '{"user_id_min": 0, "user_id_max": 999}')
+            .options(**options)
+        )
+    writer.mode("append" if hour else "overwrite").save(path)
+
+
 def test_format_qbeast_appends_are_compacted_in_the_plugins_commit(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -200,15 +214,7 @@ def test_format_qbeast_appends_are_compacted_in_the_plugins_commit(
 
     def series(path: str, **options: str) -> None:
         for hour in range(8):
-            writer = _events(spark, hour).write.format("qbeast")
-            if hour == 0:
-                writer = (
-                    writer.option("columnsToIndex", "user_id")
-                    .option("cubeSize", "1000")
-                    .option("columnStats", '{"user_id_min": 0, "user_id_max": 999}')
-                    .options(**options)
-                )
-            writer.mode("append" if hour else "overwrite").save(path)
+            _format_write(spark, hour, path, **options)
 
     series(compacted)
     series(plain, autoCompact="false")
@@ -250,16 +256,9 @@ def test_a_failing_compaction_in_the_plugins_commit_leaves_the_append_committed(
     files written before the failure are deleted)."""
     path = tmp_path / "t"
     for hour in range(4):
-        writer = _events(spark, hour).write.format("qbeast")
-        if hour == 0:
-            writer = (
-                writer.option("columnsToIndex", "user_id")
-                .option("cubeSize", "1000")
-                .option("columnStats", '{"user_id_min": 0, "user_id_max": 999}')
-            )
         if hour == 3:
             (path / qc.QbeastTable.forPath(spark, str(path)).snapshot.files[0].path).unlink()
-        writer.mode("append" if hour else "overwrite").save(str(path))
+        _format_write(spark, hour, str(path))
     versions = sorted({v for v, _ in log_actions(str(path))})
     assert versions == [0, 1, 2, 3]  # the append committed; no compaction did
     last = [a for v, a in log_actions(str(path)) if v == 3]
