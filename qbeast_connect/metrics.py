@@ -369,7 +369,8 @@ class IndexMetrics:
             :mod:`qbeast_connect.rules.auto_compact`). The fields below are table-wide and
             show how far the table is from its compacted shape.
         small_runs: Runs (the files of one write) small enough to be compacted
-            (under ``autoCompactMinFileSize``, in revisions the latest covers).
+            (under ``autoCompactMinFileSize``, in revisions the latest covers, or staging
+            files whose statistics put them inside its space).
         compaction_due_files: Files the next compaction would rewrite (0: none is due).
         revisions_with_files: Indexed revisions holding live files; each is a tree of its
             own that samples and filters plan apart (``optimize(mergeRevisions=True)``
@@ -561,12 +562,19 @@ def _truncate_2(value: float) -> float:
     return float(int(value * 100.0)) / 100.0
 
 
-def compute_index_metrics(snapshot: QbeastSnapshot, revision_id: int | None = None) -> IndexMetrics:
+def compute_index_metrics(
+    snapshot: QbeastSnapshot,
+    revision_id: int | None = None,
+    file_stats: Mapping[str, Any] | None = None,
+) -> IndexMetrics:
     """Compute the index metrics of a revision from the snapshot's blocks.
 
     Args:
         snapshot: The table snapshot.
         revision_id: The revision; None for the latest.
+        file_stats: each file's Delta statistics by path (``stats_by_path``): with them the
+            compaction fields count the staging files a compaction would index, as it does
+            (:func:`qbeast_connect.rules.auto_compact.eligible_runs`).
 
     Returns:
         The metrics.
@@ -642,11 +650,13 @@ def compute_index_metrics(snapshot: QbeastSnapshot, revision_id: int | None = No
         unindexed_bytes=sum(f.size for f in unindexed),
         unindexed_rows=sum(f.live_rows if f.num_records is not None else 0 for f in unindexed),
         deleted_rows=sum(f.deleted_rows for f in snapshot.files),
-        **_compaction_state(snapshot, revision),
+        **_compaction_state(snapshot, revision, file_stats),
     )
 
 
-def _compaction_state(snapshot: QbeastSnapshot, revision: Revision) -> dict[str, Any]:
+def _compaction_state(
+    snapshot: QbeastSnapshot, revision: Revision, file_stats: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The table-wide fields of :class:`IndexMetrics` that show how far the table is from
     its compacted shape."""
     from qbeast_connect.index.layout import band_edges
@@ -661,8 +671,8 @@ def _compaction_state(snapshot: QbeastSnapshot, revision: Revision) -> dict[str,
     share = min((e for e in edges if e > SAMPLE_FRACTION), default=1.0)
     return {
         "auto_compact": settings.enabled,
-        "small_runs": len(eligible_runs(snapshot, on)),
-        "compaction_due_files": len(files_to_compact(snapshot, settings)),
+        "small_runs": len(eligible_runs(snapshot, on, file_stats)),
+        "compaction_due_files": len(files_to_compact(snapshot, settings, file_stats=file_stats)),
         "revisions_with_files": len({f.revision_id for f in indexed}),
         "sample_bytes": plan_files(snapshot, None, SAMPLE_FRACTION).selected_bytes,
         "sample_bytes_optimized": round(share * sum(f.size for f in indexed)),

@@ -284,7 +284,7 @@ class QbeastTable:
         from qbeast_connect.metrics import compute_index_metrics
 
         revision = self.revision(revisionID)
-        return compute_index_metrics(self._qbeast, revision.revision_id)
+        return compute_index_metrics(self._qbeast, revision.revision_id, self._file_stats)
 
     # -- pictures and notebooks --------------------------------------------------------
 
