@@ -53,8 +53,12 @@ def _compact(table_path: str, storage_options: Mapping[str, str] | None) -> int 
 
     from qbeast_connect.index.task_params import SMALL_APPEND_MAX_ROWS, in_task_params
     from qbeast_connect.options import BUFFER_CAPACITY_DEFAULT
-    from qbeast_connect.planning.file_planner import stats_by_path
-    from qbeast_connect.rules.auto_compact import AUTO_COMMIT_TAG, files_to_compact, settings_of
+    from qbeast_connect.rules.auto_compact import (
+        AUTO_COMMIT_TAG,
+        files_to_compact,
+        settings_of,
+        staging_file_stats,
+    )
     from qbeast_connect.rules.column_mapping import mapping_mode
     from qbeast_connect.write_plan import WritePlan
     from server_plugin.format_read import add_dicts, qbeast_view, read_delta_snapshot
@@ -71,7 +75,8 @@ def _compact(table_path: str, storage_options: Mapping[str, str] | None) -> int 
     latest = qsnap.latest_revision
     if latest is None or latest.is_staging or snapshot.metadata.schema_string is None:
         return None
-    stats = stats_by_path(add_dicts(snapshot), configuration, snapshot.metadata.schema_string)
+    adds = add_dicts(snapshot)
+    stats = staging_file_stats(qsnap, adds, configuration, snapshot.metadata.schema_string)
     paths = files_to_compact(qsnap, settings, max_rows=SMALL_APPEND_MAX_ROWS, file_stats=stats)
     if not paths:
         return None

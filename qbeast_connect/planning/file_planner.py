@@ -62,6 +62,7 @@ __all__ = [
     "sample_weight_sql",
     "stats_by_path",
     "stats_value",
+    "time_stat_micros",
     "validate_fraction",
     "weight_range_for_fraction",
 ]
@@ -433,24 +434,35 @@ def _stat_key(stat: object, literal: _Bound, upper: bool) -> Any:
             return None  # possibly truncated: no usable upper bound
         return stat
     if literal.kind == "time":
-        if not isinstance(stat, str):
+        found = time_stat_micros(stat)
+        if found is None:
             return None
-        text = stat.strip()
-        if len(text) == 10:  # a DATE column
-            try:
-                day = _dt.date.fromisoformat(text)
-            except ValueError:
-                return None
-            return (day - _EPOCH_DATE).days * _MICROS_PER_DAY  # Spark compares at midnight
+        micros, is_date = found
+        # bounds of instants are floored to milliseconds; a date is compared at midnight
+        return micros + 999 if upper and not is_date else micros
+    return None
+
+
+def time_stat_micros(stat: object) -> tuple[int, bool] | None:
+    """A date or timestamp statistics value (``yyyy-MM-dd``, or an ISO instant, UTC when it
+    names no zone) as epoch microseconds, and whether it is a date (its midnight); None when
+    it is not such text."""
+    if not isinstance(stat, str):
+        return None
+    text = stat.strip()
+    if len(text) == 10:  # a DATE column
         try:
-            moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            day = _dt.date.fromisoformat(text)
         except ValueError:
             return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=_UTC)
-        micros = _micros(moment)
-        return micros + 999 if upper else micros  # bounds are floored to milliseconds
-    return None
+        return (day - _EPOCH_DATE).days * _MICROS_PER_DAY, True
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_UTC)
+    return _micros(moment), False
 
 
 def _atom_may_match(atom: Predicate, stats: Mapping[str, Any], nan_rows: bool = True) -> bool:

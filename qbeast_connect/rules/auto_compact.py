@@ -47,7 +47,6 @@ every partition that has one, each partition's rows into its own tree, in one co
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -410,6 +409,23 @@ def _partition_groups(runs: Sequence[Run], partitioned: bool) -> list[list[Run]]
     return [groups[directory] for directory in sorted(groups)]
 
 
+def staging_file_stats(
+    snapshot: QbeastSnapshot,
+    adds: Sequence[Mapping[str, Any]],
+    configuration: Mapping[str, str],
+    schema: object,
+) -> dict[str, Any] | None:
+    """The ``file_stats`` :func:`files_to_compact` needs: the staging files' statistics only
+    (``stats_by_path``), None when the table has none, so an append's compaction check
+    parses no statistics of indexed files."""
+    from qbeast_connect.planning.file_planner import stats_by_path
+
+    staging = {f.path for f in snapshot.files if f.revision_id == 0}
+    if not staging:
+        return None
+    return stats_by_path([a for a in adds if a.get("path") in staging], configuration, schema)
+
+
 def stats_inside_space(latest: Revision, raw_stats: object) -> bool:
     """Whether a file's Delta statistics prove every row inside ``latest``'s space: each
     indexed column hashed (every value has a place), or linear with its minimum and maximum
@@ -439,26 +455,13 @@ def stats_inside_space(latest: Revision, raw_stats: object) -> bool:
 
 
 def _time_range_ms(stats: Mapping[str, Any], column: str) -> tuple[float, float] | None:
-    """A date or timestamp column's range in epoch milliseconds from its statistics (Delta
-    writes them as ``yyyy-MM-dd`` or ISO instants floored to the millisecond); None when
-    they are not such text."""
-    from qbeast_connect.planning.file_planner import stats_value
+    """A date or timestamp column's range in epoch milliseconds (as the index normalizes
+    them) from its statistics; None when they are not such text."""
+    from qbeast_connect.planning.file_planner import stats_value, time_stat_micros
 
-    ends = []
-    for section in ("minValues", "maxValues"):
-        text = stats_value(stats.get(section), column)
-        if not isinstance(text, str):
-            return None
-        try:
-            if len(text.strip()) == 10:
-                day = _dt.date.fromisoformat(text.strip())
-                ends.append(float((day - _dt.date(1970, 1, 1)).days * 86_400_000))
-                continue
-            moment = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=_dt.UTC)
-        epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-        ends.append(float((moment - epoch) // _dt.timedelta(milliseconds=1)))
-    return (ends[0], ends[1])
+    low = time_stat_micros(stats_value(stats.get("minValues"), column))
+    high = time_stat_micros(stats_value(stats.get("maxValues"), column))
+    if low is None or high is None:
+        return None
+    # instants are floored to the millisecond in the statistics, as in the index
+    return (float(low[0] // 1000), float(high[0] // 1000))

@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING
 
 from qbeast_connect.exceptions import CommitConflictError, QbeastError
 from qbeast_connect.options import WriteOptions
-from qbeast_connect.planning.file_planner import stats_by_path
 from qbeast_connect.rules.auto_compact import (
     AUTO_COMMIT_TAG,
     OPTION_KEYS,
     AutoCompaction,
     files_to_compact,
     settings_of,
+    staging_file_stats,
 )
 from qbeast_connect.spark.files import read_table_files, table_file
 from qbeast_connect.spark.operations import index_staging
@@ -90,7 +90,7 @@ def _compact(
     snapshot = state.qbeast()
     latest = snapshot.latest_revision
     schema_text: object = state.schema_string or {}
-    stats = stats_by_path(state.adds, state.configuration, schema_text)
+    stats = staging_file_stats(snapshot, state.adds, state.configuration, schema_text)
     paths = list(files_to_compact(snapshot, settings, file_stats=stats))
     if latest is None or not paths or state.schema_string is None:
         return None
