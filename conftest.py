@@ -17,6 +17,9 @@ cores, 4 GB of heap) once, where each worker used to start its own.
 
 Refresh ``SLOWEST`` from a run with ``--durations=0`` when the slowest files change; a file
 missing from it only runs later than it could.
+
+The JVMs the run starts get the options of :mod:`tests.jvm_options` (set here, before any
+starts).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from tests import jvm_options
+
+jvm_options.apply()
 
 #: The files that run on the one server with Delta's engine: one unit of work.
 DELTA_JVM_FILES = (

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from qbeast_connect.spark.server import LocalConnectServer
+from tests.jvm_options import java_defaults
 
 
 @pytest.fixture(scope="session")
@@ -43,20 +44,23 @@ def remote_spark(remote_url: str) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def delta_spark() -> Iterator[Any]:
     """A session of the one embedded server that runs Delta's engine next to the plugin
-    (``qc.session(delta=True)``), shared by the tests against Delta's JVM."""
+    (``qc.session(delta=True)``), shared by the tests against Delta's JVM. Its JVM runs with
+    Java's defaults, not the suite's options (:mod:`tests.jvm_options` says why)."""
     import qbeast_connect as qc
 
-    session = qc.session(
-        delta=True,
-        call_timeout=90,
-        **{
-            "spark.sql.shuffle.partitions": "4",
-            # the tests' VACUUM RETAIN 0 HOURS: Delta refuses it by default
-            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
-            # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two cores
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
-    )
+    with java_defaults():
+        session = qc.session(
+            delta=True,
+            call_timeout=90,
+            **{
+                "spark.sql.shuffle.partitions": "4",
+                # the tests' VACUUM RETAIN 0 HOURS: Delta refuses it by default
+                "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+                # Delta rebuilds a snapshot's state in 50 tasks by default: minutes on two
+                # cores
+                "spark.databricks.delta.snapshotPartitions": "2",
+            },
+        )
     yield session
     qc.stop(delta=True)
 
