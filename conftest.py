@@ -1,10 +1,10 @@
 """How the suite's test files are shared out between the pytest-xdist workers.
 
-``--dist loadfile`` hands whole files to the two workers, a file at a time as each runs out
-of work. pytest-xdist's default order is "most tests first": the unit files (hundreds of
-parametrized cases of milliseconds) went first and the integration files of one or two
-tests of a minute or more went last, so the run could end with one worker finishing a
-long file while the other had nothing left. With ``--no-loadscope-reorder``
+``--dist loadfile`` hands whole files to the workers (three, pyproject.toml), a file at a
+time as each runs out of work. pytest-xdist's default order is "most tests first": the unit
+files (hundreds of parametrized cases of milliseconds) went first and the integration
+files of one or two tests of a minute or more went last, so the run could end with one
+worker finishing a long file while the others had nothing left. With ``--no-loadscope-reorder``
 (pyproject.toml) the files go in the order of :func:`pytest_collection_modifyitems`:
 the files measured slowest first, longest first (``SLOWEST``), then the other
 integration files, then ``tests/spark``, then ``tests/unit``, so the last files of a run are
