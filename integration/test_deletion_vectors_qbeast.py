@@ -150,3 +150,36 @@ def test_rewrites_drop_deleted_rows_and_vacuum_keeps_live_vectors(
     assert _agree(dspark, path) == expected
     dspark.sql(f"VACUUM delta.`{path}` RETAIN 0 HOURS")
     assert _agree(dspark, path) == expected
+
+
+def test_our_vector_deletes_read_by_delta_and_mixed_with_deltas_own(
+    dspark: Any, tmp_path: Path
+) -> None:
+    """Issue #33: ``QbeastTable.delete`` on a table with vectors enabled writes vectors
+    that Delta's JVM reads; Delta's DELETE then joins our vectors, and ours join Delta's;
+    the same deletes through Delta alone give the same rows."""
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for path in (ours, theirs):
+        qc.write(
+            _rows(dspark, 0, 3000),
+            path,
+            columnsToIndex="x,d",
+            cubeSize=400,
+            **{"delta.enableDeletionVectors": "true"},
+        )
+    files = {p.name for p in Path(ours).glob("*.parquet")}
+    steps = ["x < 80 OR s = 'k4'", "id % 7 = 3", "d < date'2024-02-01' AND s IS NOT NULL"]
+    for i, condition in enumerate(steps):
+        if i == 1:  # Delta's own DELETE on our table, between two of ours
+            dspark.sql(f"DELETE FROM delta.`{ours}` WHERE {condition}")
+        else:
+            result = qc.QbeastTable.forPath(dspark, ours).delete(condition)
+            assert result.num_deletion_vectors > 0 and result.num_added_files == 0
+        dspark.sql(f"DELETE FROM delta.`{theirs}` WHERE {condition}")
+        assert _agree(dspark, ours) == _agree(dspark, theirs)
+    assert {p.name for p in Path(ours).glob("*.parquet")} == files  # no file rewritten
+    assert all((a.get("tags") or {}).get("revision") == "1" for a in live_adds(ours).values())
+    _exact_sample(dspark, ours, 0.2)
+    latest = qc.QbeastTable.forPath(dspark, ours).version()
+    for version in range(latest + 1):
+        _agree(dspark, ours, version)

@@ -7,14 +7,18 @@ that names the plan. Pure standard library.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from collections.abc import Iterator, Mapping
+import struct
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from qbeast_connect.exceptions import InvalidOptionError
 
-__all__ = ["plan_to_json", "reading_plan"]
+__all__ = ["decode_row_positions", "encode_row_positions", "plan_to_json", "reading_plan"]
 
 
 def plan_to_json(data: Mapping[str, Any]) -> str:
@@ -33,3 +37,34 @@ def reading_plan(what: str) -> Iterator[None]:
         yield
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidOptionError(f"malformed {what}: {exc}") from exc
+
+
+def encode_row_positions(rows: Iterable[int]) -> str:
+    """Row positions of one file as a plan carries them: sorted and distinct, each as its
+    distance from the previous one (int64, little-endian), zlib-compressed, base64."""
+    values = sorted(set(int(r) for r in rows))
+    deltas = [b - a for a, b in zip([0, *values], values, strict=False)]
+    raw = struct.pack(f"<{len(deltas)}q", *deltas)
+    return base64.b64encode(zlib.compress(raw)).decode("ascii")
+
+
+def decode_row_positions(text: str) -> list[int]:
+    """The inverse of :func:`encode_row_positions`.
+
+    Raises:
+        InvalidOptionError: the text does not decode to distinct positions >= 0.
+    """
+    try:
+        raw = zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+    except (ValueError, binascii.Error, zlib.error) as exc:
+        raise InvalidOptionError(f"malformed row positions: {exc}") from None
+    if len(raw) % 8:
+        raise InvalidOptionError("malformed row positions: not whole int64 values")
+    out: list[int] = []
+    position = 0
+    for i, delta in enumerate(struct.unpack(f"<{len(raw) // 8}q", raw)):
+        if delta < 0 or (i and delta == 0):
+            raise InvalidOptionError("malformed row positions: not distinct and ascending")
+        position += delta
+        out.append(position)
+    return out

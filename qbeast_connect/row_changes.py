@@ -47,6 +47,7 @@ __all__ = [
     "delete_rows",
     "rewrite_as_append",
     "update_rows",
+    "writes_vectors",
 ]
 
 
@@ -84,6 +85,8 @@ class RowChangeResult:
         num_removed_files: files removed.
         num_added_files: files added.
         revision_id: the revision the rewritten rows were indexed with.
+        num_deletion_vectors: files whose deleted rows were marked in a new deletion
+            vector instead of rewritten (tables with ``delta.enableDeletionVectors``).
     """
 
     version: int | None
@@ -93,6 +96,7 @@ class RowChangeResult:
     num_removed_files: int = 0
     num_added_files: int = 0
     revision_id: int | None = None
+    num_deletion_vectors: int = 0
 
 
 def _condition(condition: Column | str | None) -> tuple[Column, str]:
@@ -227,6 +231,10 @@ def delete_rows(
 
     check_row_change_table(table, "DELETE")
     cond, text = _condition(condition)
+    if writes_vectors(table._state):
+        marked = _delete_in_vectors(table, condition, cond, text, options)
+        if marked is not None:
+            return marked
     touched, matched = _touched(table, condition, cond)
     if not touched or not matched:
         return RowChangeResult(None)
@@ -241,6 +249,79 @@ def delete_rows(
         num_removed_files=len(touched),
         num_added_files=result.num_files,
         revision_id=result.revision_id,
+    )
+
+
+def writes_vectors(state: TableState) -> bool:
+    """Whether deletes mark rows in deletion vectors instead of rewriting files: Delta's
+    rule, the table property ``delta.enableDeletionVectors=true`` with the
+    ``deletionVectors`` feature listed for readers and writers."""
+    from qbeast_connect.rules.table_properties import ENABLE_DELETION_VECTORS, get_bool
+
+    protocol = state.protocol
+    return (
+        get_bool(state.configuration, ENABLE_DELETION_VECTORS)
+        and "deletionVectors" in (protocol.get("readerFeatures") or ())
+        and "deletionVectors" in (protocol.get("writerFeatures") or ())
+    )
+
+
+def _delete_in_vectors(
+    table: ChangedTable,
+    where: Column | str | None,
+    condition: Column,
+    text: str,
+    options: Mapping[str, str] | None,
+) -> RowChangeResult | None:
+    """Delete by marking the matching rows in deletion vectors (no data file rewritten;
+    :mod:`server_plugin.row_deletes` commits). None when the rows' positions cannot be read
+    (partition values, a reader other than Spark's): the caller rewrites instead."""
+    import uuid
+
+    from qbeast_connect.plan_codec import encode_row_positions
+    from qbeast_connect.spark.files import matching_row_indexes, table_file
+    from qbeast_connect.spark.operations import run_command
+
+    parsed = parse_write_options(
+        {"columnsToIndex": ",".join(table.latestRevision.column_names), **dict(options or {})}
+    )
+    state = table._state
+    app, app_version = parsed.txn_app_id, parsed.txn_version
+    if app is not None and app_version is not None:
+        done = state.txns.get(app)
+        if done is not None and done >= app_version:
+            return RowChangeResult(None)  # this txn committed already
+    candidates = table._candidate_paths(where)
+    if not candidates:
+        return RowChangeResult(None)
+    adds = {str(a.get("path")): a for a in state.adds}
+    files = [table_file(adds[p]) for p in candidates]
+    positions = matching_row_indexes(
+        table._spark, table.path, table.schema, files, condition, state.configuration
+    )
+    if positions is None:
+        return None
+    if not positions:
+        return RowChangeResult(None)
+    command: dict[str, Any] = {
+        "command": "delete_vectors",
+        "path": table.path,
+        "readVersion": state.version,
+        "predicate": text,
+        "files": {p: encode_row_positions(rows) for p, rows in positions.items()},
+        "txnId": str(uuid.uuid4()),
+        "txnAppId": app,
+        "txnVersion": app_version,
+        "userMetadata": parsed.user_metadata,
+    }
+    (result,) = run_command(table._spark, command)
+    if result["version"] is None:
+        return RowChangeResult(None)
+    return RowChangeResult(
+        int(result["version"]),
+        num_deleted_rows=int(result["deletedRows"]),
+        num_removed_files=int(result["removedFiles"]),
+        num_deletion_vectors=int(result["vectorFiles"]),
     )
 
 

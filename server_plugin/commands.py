@@ -1,4 +1,5 @@
-"""Table commands that run inside the server: convert to qbeast, vacuum.
+"""Table commands that run inside the server: convert to qbeast, vacuum, and deletes
+written as deletion vectors (:mod:`server_plugin.row_deletes`).
 
 They are reached through the ``qbeast_command`` data source: the client sends one JSON
 command as an option and collects the result rows ``(kind, payload)``.
@@ -46,8 +47,12 @@ def run_command(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         yield from convert_to_qbeast(command)
     elif name == "vacuum":
         yield from vacuum(command)
+    elif name == "delete_vectors":
+        from server_plugin.row_deletes import delete_with_vectors
+
+        yield from delete_with_vectors(command)
     else:
-        raise InvalidOptionError(f"unknown command {name!r}: use convert or vacuum")
+        raise InvalidOptionError(f"unknown command {name!r}: use convert, vacuum or delete_vectors")
 
 
 def _qbeast_configuration(command: Mapping[str, Any], columns: list[str]) -> dict[str, str]:

@@ -109,7 +109,6 @@ def get_int(configuration: Mapping[str, str | None], key: str, default: int) -> 
 
 #: Boolean properties whose ``true`` needs a table feature this writer does not write.
 _NEEDS_FEATURE = {
-    ENABLE_DELETION_VECTORS: "deletionVectors (reader 3 / writer 7)",
     ENABLE_CHANGE_DATA_FEED: "changeDataFeed (writer 4: change files for every overwrite)",
     ENABLE_ROW_TRACKING: "rowTracking (writer 7)",
     ENABLE_TYPE_WIDENING: "typeWidening (reader 3 / writer 7)",
@@ -149,7 +148,9 @@ def checked_table_properties(properties: Mapping[str, str]) -> dict[str, str]:
             integer, a retention that is not a non-negative ``interval <n> <unit>``, a
             boolean that is not ``true``/``false``).
         UnsupportedProtocolError: a property that needs a Delta table feature this writer
-            does not implement (deletion vectors, change data feed, column mapping, ...).
+            does not implement (change data feed, column mapping, ...).
+            ``delta.enableDeletionVectors=true`` is accepted: a table created with it gets
+            the ``deletionVectors`` feature, and deletes then write vectors.
     """
     out: dict[str, str] = {}
     for raw_key, raw_value in properties.items():
@@ -183,14 +184,6 @@ def checked_table_properties(properties: Mapping[str, str]) -> dict[str, str]:
         elif key in _BOOLEANS:
             enabled = get_bool({key: value}, key)
             value = "true" if enabled else "false"
-            if enabled and key == ENABLE_DELETION_VECTORS:
-                raise UnsupportedProtocolError(
-                    f"table property {key}=true (feature deletionVectors): qbeast-connect reads, "
-                    "appends to, optimizes "
-                    "and vacuums tables with deletion vectors but does not turn them on; "
-                    "enable them with Delta Lake (ALTER TABLE delta.`<path>` SET "
-                    f"TBLPROPERTIES ('{key}' = 'true'), e.g. on qc.session(delta=True))"
-                )
             if enabled and key in _NEEDS_FEATURE:
                 raise UnsupportedProtocolError(
                     f"table property {key}=true needs the Delta table feature "

@@ -54,6 +54,7 @@ __all__ = [
     "TableFile",
     "answer_input_files",
     "check_paths_on_driver",
+    "matching_row_indexes",
     "matching_rows_per_file",
     "read_files",
     "read_table_files",
@@ -237,6 +238,30 @@ def _read_table_files(
     return _plugin_read(spark, root, schema, located, files)
 
 
+def _log_paths(
+    root: str, files: Sequence[TableFile]
+) -> tuple[list[str], Callable[[str | None], str | None]]:
+    """The locations of ``files`` as Spark is given them, and the function turning a name
+    Spark reports (``_metadata.file_path``) into the file's log path (None for a name that
+    is no file of ``files``)."""
+    from urllib.parse import unquote, urlparse
+
+    located = [resolve_table_file(root, f[0]) for f in files]
+
+    def key(location: str) -> str:
+        parsed = urlparse(location)
+        return unquote(parsed.path) if parsed.scheme else location
+
+    by_key: dict[str, str] = {}
+    for logged, location in zip((f[0] for f in files), located, strict=True):
+        by_key.setdefault(key(location), logged)
+
+    def log_path(name: str | None) -> str | None:
+        return None if name is None else by_key.get(key(name))
+
+    return located, log_path
+
+
 def rows_with_file(
     spark: SparkSession,
     root: str,
@@ -249,31 +274,68 @@ def rows_with_file(
     path (None for a name that is no file of ``files``). None when rows cannot be told
     apart by file: a file with a deletion vector or partition values, or a reader other
     than Spark's (the caller then treats every file as concerned)."""
-    from urllib.parse import unquote, urlparse
-
     from pyspark.sql import functions as F
 
     if not files or reader_for(spark, root) != SPARK_READER:
         return None
     if any(f[3] or f[2] for f in files):
         return None
-    located = [resolve_table_file(root, f[0]) for f in files]
-
-    def key(location: str) -> str:
-        parsed = urlparse(location)
-        return unquote(parsed.path) if parsed.scheme else location
-
-    by_key: dict[str, str] = {}
-    for logged, location in zip((f[0] for f in files), located, strict=True):
-        by_key.setdefault(key(location), logged)
+    located, log_path = _log_paths(root, files)
     check_paths_on_driver(spark, root, len(located))
     frame = _spark_parquet(spark, schema, located)
     tagged = frame.select("*", F.col("_metadata.file_path").alias(column))
-
-    def log_path(name: str | None) -> str | None:
-        return None if name is None else by_key.get(key(name))
-
     return tagged, log_path
+
+
+def matching_row_indexes(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    condition: Any,
+    configuration: Mapping[str, str] | None = None,
+) -> dict[str, list[int]] | None:
+    """For each of ``files``, the positions (Spark's ``_metadata.row_index``, 0-based,
+    counting every row the file holds, deleted or not) of the rows ``condition`` (a
+    Column of ``schema``'s names) is TRUE for, by log path, in one Spark job: what a
+    deletion vector lists. Files without such a row are absent. None when positions
+    cannot be read: partition values (not in the files) or a reader other than Spark's."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.planning.predicate.sql_render import quote_identifier
+    from qbeast_connect.rules.column_mapping import column_mapping
+
+    if not files or reader_for(spark, root) != SPARK_READER or any(f[2] for f in files):
+        return None
+    mapping = column_mapping(configuration, schema)
+    stored = schema if mapping is None else StructType.fromJson(dict(mapping.physical_schema))
+    located, log_path = _log_paths(root, files)
+    check_paths_on_driver(spark, root, len(located))
+    columns = []
+    for logical, physical in zip(schema.fields, stored.fields, strict=True):
+        column = F.col(quote_identifier(physical.name))
+        if physical.dataType != logical.dataType:  # nested fields: cast renames by position
+            column = column.cast(logical.dataType)
+        columns.append(column.alias(logical.name))
+    frame = _spark_parquet(spark, stored, located).select(
+        *columns,
+        F.col("_metadata.file_path").alias("__qbeast_file"),
+        F.col("_metadata.row_index").alias("__qbeast_row"),
+    )
+    rows = (
+        frame.where(condition)
+        .groupBy("__qbeast_file")
+        .agg(F.sort_array(F.collect_list("__qbeast_row")).alias("rows"))
+        .collect()
+    )
+    out: dict[str, list[int]] = {}
+    for row in rows:
+        path = log_path(row["__qbeast_file"])
+        if path is None:
+            return None
+        out.setdefault(path, []).extend(int(r) for r in row["rows"])
+    return out
 
 
 def matching_rows_per_file(

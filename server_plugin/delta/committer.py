@@ -56,9 +56,9 @@ from .actions import (
 from .checkpoint import checkpoint_interval, write_checkpoint
 from .conflicts import TransactionReadSet, check_conflict
 from .log_files import commit_path
-from .log_reader import latest_version, read_commit, read_snapshot
-from .properties import APPEND_ONLY, get_bool
-from .protocol import DEFAULT_PROTOCOL, check_writable
+from .log_reader import latest_version, read_commit, read_snapshot, tombstone_key
+from .properties import APPEND_ONLY, ENABLE_DELETION_VECTORS, get_bool
+from .protocol import DEFAULT_PROTOCOL, VECTORS_PROTOCOL, check_writable
 from .schema import delta_to_arrow_schema
 from .snapshot import DeltaSnapshot
 from .storage import Storage
@@ -131,7 +131,8 @@ def create_table_actions(
         partition_columns: Partition columns (must exist in the schema).
         name: Optional table name.
         description: Optional table description.
-        protocol: Protocol to create the table with (default (1,2)).
+        protocol: Protocol to create the table with (default (1,2); with
+            ``delta.enableDeletionVectors=true``, :data:`VECTORS_PROTOCOL`).
         table_id: Table id; a new uuid4 by default.
         created_time: Creation time in epoch ms; now by default.
 
@@ -148,6 +149,8 @@ def create_table_actions(
         raise InvalidOptionError(
             f"table properties must map strings to strings; got {bad!r} (write 'true', '10')"
         )
+    if protocol == DEFAULT_PROTOCOL and get_bool(config, ENABLE_DELETION_VECTORS):
+        protocol = VECTORS_PROTOCOL
     metadata = Metadata(
         id=table_id or str(uuid.uuid4()),
         schema_string=schema_string,
@@ -201,6 +204,9 @@ def add_file_for(
 def _validate_actions(actions: Sequence[Action], root_uri: str) -> None:
     protocols = metadatas = 0
     txn_ids: set[str] = set()
+    added_paths: set[str] = set()
+    # logical files, (path, deletion vector): a delete replaces add(p, dv1) by
+    # remove(p, dv1) + add(p, dv2)
     added: set[str] = set()
     removed: set[str] = set()
     for action in actions:
@@ -221,13 +227,14 @@ def _validate_actions(actions: Sequence[Action], root_uri: str) -> None:
             txn_ids.add(action.app_id)
         elif isinstance(action, AddFile):
             key = normalize_path(action.path, root_uri)
-            if key in added:
+            if key in added_paths:
                 raise InvalidOptionError(f"file {action.path!r} is added twice in one commit")
+            added_paths.add(key)
             if action.size < 0:
                 raise InvalidOptionError(f"add {action.path!r} has negative size {action.size}")
-            added.add(key)
+            added.add(tombstone_key(key, action.deletion_vector))
         elif isinstance(action, RemoveFile):
-            key = normalize_path(action.path, root_uri)
+            key = tombstone_key(normalize_path(action.path, root_uri), action.deletion_vector)
             if key in removed:
                 raise InvalidOptionError(f"file {action.path!r} is removed twice in one commit")
             removed.add(key)
@@ -248,8 +255,8 @@ def _validate_actions(actions: Sequence[Action], root_uri: str) -> None:
     both = added & removed
     if both:
         raise InvalidOptionError(
-            f"files {sorted(both)[:5]} are both added and removed in one commit, which the "
-            "Delta protocol forbids; drop one of the two actions"
+            f"files {sorted(k.split(chr(10))[0] for k in both)[:5]} are both added and removed "
+            "in one commit, which the Delta protocol forbids; drop one of the two actions"
         )
 
 
@@ -307,6 +314,26 @@ def _check_against_table(
                 "property first to delete or overwrite"
             )
 
+    lists_vectors = "deletionVectors" in (protocol.reader_features or ()) and (
+        "deletionVectors" in (protocol.writer_features or ())
+    )
+    vectors = [a.path for a in adds if a.deletion_vector is not None]
+    if vectors and not lists_vectors:
+        raise UnsupportedProtocolError(
+            f"add {vectors[0]!r} carries a deletion vector but the table's protocol does not "
+            "list the deletionVectors feature; rewrite the file without the deleted rows"
+        )
+    turned_on = get_bool(metadata.configuration, ENABLE_DELETION_VECTORS) and not (
+        old_metadata is not None
+        and get_bool(old_metadata.configuration, ENABLE_DELETION_VECTORS)
+    )
+    if turned_on and not lists_vectors:
+        raise UnsupportedProtocolError(
+            f"{ENABLE_DELETION_VECTORS}=true on an existing table needs its protocol upgraded "
+            "to the deletionVectors feature, which qbeast-connect does only when it creates "
+            "a table; set it with Delta Lake (ALTER TABLE delta.`<path>` SET TBLPROPERTIES "
+            f"('{ENABLE_DELETION_VECTORS}' = 'true')), or leave it unset"
+        )
     partition_columns = set(metadata.partition_columns)
     not_null = [f.name for f in delta_to_arrow_schema(metadata.schema_string) if not f.nullable]
     for add in adds:

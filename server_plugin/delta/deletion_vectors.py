@@ -56,9 +56,12 @@ from .uris import normalize_path
 __all__ = [
     "DeletionVectorDescriptor",
     "decode_bitmap",
+    "encode_bitmap",
     "read_deletion_vector",
     "storage_key",
+    "write_deletion_vectors",
     "z85_decode",
+    "z85_encode",
 ]
 
 #: The magic number that opens a serialized RoaringBitmapArray (little-endian int32).
@@ -103,6 +106,21 @@ def z85_decode(text: str) -> bytes:
             raise MetadataFormatError(f"Z85 group {text[start : start + 5]!r} overflows 32 bits")
         out += value.to_bytes(4, "big")
     return bytes(out)
+
+
+def z85_encode(data: bytes) -> str:
+    """Encode ``data`` (a multiple of 4 bytes) in Z85: the inverse of :func:`z85_decode`."""
+    if len(data) % 4:
+        raise ValueError(f"Z85 encodes whole 4-byte groups, got {len(data)} bytes")
+    out = []
+    for start in range(0, len(data), 4):
+        value = int.from_bytes(data[start : start + 4], "big")
+        group = []
+        for _ in range(5):
+            value, digit = divmod(value, 85)
+            group.append(_Z85_ALPHABET[digit])
+        out.append("".join(reversed(group)))
+    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,3 +466,94 @@ def _decode_roaring32(reader: _Reader) -> npt.NDArray[np.uint32]:
             raise CorruptLogError(f"{where}: container {int(keys[i])} values out of order")
         out.append(values | (keys[i] << np.uint32(16)))
     return np.concatenate(out) if out else np.zeros(0, dtype=np.uint32)
+
+
+#: Bitmaps past this high key (row indexes of 2**40 and more) are refused: no data file
+#: holds that many rows, and the dense key list below would be that long.
+_MAX_HIGH_KEY = 255
+
+
+def encode_bitmap(rows: npt.ArrayLike) -> bytes:
+    """Serialize row indexes as Delta stores them: the magic number, then a portable
+    RoaringBitmapArray with one 32-bit bitmap per high key from 0 up to the largest (as
+    Delta writes it), each without run containers (arrays up to 4,096 values, bitmaps
+    above). The inverse of :func:`decode_bitmap`; duplicates are dropped.
+
+    Raises:
+        ValueError: a row index is negative or at least 2**40.
+    """
+    values = np.unique(np.asarray(rows, dtype=np.int64))
+    if len(values) and (int(values[0]) < 0 or int(values[-1]) >> 32 > _MAX_HIGH_KEY):
+        raise ValueError(f"row indexes must lie in [0, 2**40), got {values[0]}..{values[-1]}")
+    highs = values >> 32
+    count = int(highs[-1]) + 1 if len(values) else 0
+    out = [struct.pack("<iq", BITMAP_MAGIC, count)]
+    bounds = np.searchsorted(highs, np.arange(count + 1))
+    for high in range(count):
+        low = (values[bounds[high] : bounds[high + 1]] & 0xFFFFFFFF).astype(np.uint32)
+        out.append(struct.pack("<i", high))
+        out.append(_encode_roaring32(low))
+    return b"".join(out)
+
+
+def _encode_roaring32(values: npt.NDArray[np.uint32]) -> bytes:
+    """One portable 32-bit RoaringBitmap of sorted distinct ``values``, no run containers."""
+    keys = values >> np.uint32(16)
+    distinct, starts = np.unique(keys, return_index=True)
+    ends = [*starts[1:], len(values)] if len(values) else []
+    bodies = []
+    for start, end in zip(starts, ends, strict=True):
+        low = (values[start:end] & np.uint32(0xFFFF)).astype(np.uint16)
+        if len(low) <= _ARRAY_MAX:
+            bodies.append(low.astype("<u2").tobytes())
+        else:
+            bits = np.zeros(65536, dtype=bool)
+            bits[low] = True
+            bodies.append(np.packbits(bits, bitorder="little").tobytes())
+    size = len(distinct)
+    header = np.empty((size, 2), dtype="<u2")
+    header[:, 0] = distinct
+    header[:, 1] = np.asarray(ends, dtype=np.int64) - starts - 1
+    # each container's byte offset from the start of this bitmap (the cookie)
+    offsets = 8 + 8 * size + np.concatenate([[0], np.cumsum([len(b) for b in bodies])[:-1]])
+    return b"".join(
+        [
+            struct.pack("<II", _COOKIE_NO_RUN, size),
+            header.tobytes(),
+            np.asarray(offsets[:size], dtype="<u4").tobytes(),
+            *bodies,
+        ]
+    )
+
+
+def write_deletion_vectors(
+    storage: Storage, bitmaps: list[npt.NDArray[np.int64]]
+) -> list[DeletionVectorDescriptor]:
+    """Write ``bitmaps`` (row indexes of one data file each) to one new UUID-named DV file
+    under the table root, and return their descriptors, in order.
+
+    The file is written whole before anything names it: a commit that fails leaves an
+    unreferenced file, which vacuum removes like any other.
+    """
+    ident = uuid.uuid4()
+    chunks = [bytes([DV_FILE_VERSION])]
+    position = 1
+    descriptors = []
+    for rows in bitmaps:
+        data = encode_bitmap(rows)
+        cardinality = len(np.unique(np.asarray(rows, dtype=np.int64)))
+        descriptors.append(
+            DeletionVectorDescriptor(
+                storage_type="u",
+                path_or_inline_dv=z85_encode(ident.bytes),
+                offset=position,
+                size_in_bytes=len(data),
+                cardinality=cardinality,
+            )
+        )
+        crc = zlib.crc32(data) & 0xFFFFFFFF
+        chunks += [struct.pack(">i", len(data)), data, struct.pack(">I", crc)]
+        position += len(data) + 8
+    with storage.open_output(f"deletion_vector_{ident}.bin") as out:
+        out.write(b"".join(chunks))
+    return descriptors

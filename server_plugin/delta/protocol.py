@@ -17,8 +17,9 @@ when every listed feature is supported:
   implies ``checkConstraints``, ``changeDataFeed`` and ``generatedColumns``: such a table
   is written only while it uses none of those three;
   :mod:`qbeast_connect.rules.column_mapping`).
-* ``deletionVectors`` (reader+writer): vectors are applied on every read; we never write
-  them ourselves.
+* ``deletionVectors`` (reader+writer): vectors are applied on every read; deletes on a
+  table with ``delta.enableDeletionVectors=true`` write them (:mod:`server_plugin.row_deletes`),
+  and a table created with that property gets the feature (:data:`VECTORS_PROTOCOL`).
 
 Everything else is refused *before* the schema, files or stats are used, with an
 UnsupportedProtocolError naming the unsupported versions or features.
@@ -53,6 +54,7 @@ __all__ = [
     "SUPPORTED_READER_FEATURES",
     "SUPPORTED_WRITER_FEATURES",
     "UNUSED_ONLY_WRITER_FEATURES",
+    "VECTORS_PROTOCOL",
     "check_readable",
     "check_type_changes",
     "check_writable",
@@ -61,6 +63,9 @@ __all__ = [
 
 DEFAULT_PROTOCOL = Protocol(1, 2, None, None)
 """The protocol of tables we create: reader 1, writer 2, no feature lists."""
+
+VECTORS_PROTOCOL = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+"""The protocol of tables we create with ``delta.enableDeletionVectors=true``."""
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7

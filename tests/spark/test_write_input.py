@@ -424,7 +424,6 @@ def test_case_duplicated_column_names_are_refused(spark: Any, table_path: str) -
         ("delta.deletedFileRetentionDuration", "soon", qc.InvalidOptionError, "duration"),
         ("delta.deletedFileRetentionDuration", "interval -1 days", qc.InvalidOptionError,
          "negative"),
-        ("delta.enableDeletionVectors", "true", qc.UnsupportedProtocolError, "deletionVectors"),
         ("delta.enableChangeDataFeed", "true", qc.UnsupportedProtocolError, "changeDataFeed"),
         ("delta.appendOnly", "maybe", qc.InvalidOptionError, "true' or 'false"),
     ],

@@ -48,7 +48,6 @@ def test_column_stats_dict_becomes_json() -> None:
         ("delta.setTransactionRetentionDuration", "", InvalidOptionError),
         ("delta.dataSkippingNumIndexedCols", "-2", InvalidOptionError),
         ("delta.appendOnly", "yes please", InvalidOptionError),
-        ("delta.enableDeletionVectors", "true", UnsupportedProtocolError),
         ("delta.enableChangeDataFeed", "TRUE", UnsupportedProtocolError),
         ("delta.enableRowTracking", "true", UnsupportedProtocolError),
         ("delta.enableInCommitTimestamps", "true", UnsupportedProtocolError),
@@ -65,14 +64,14 @@ def test_good_delta_properties_get_canonical_keys() -> None:
     options = parse_write_options(
         {
             "delta.checkpointinterval": " 5 ",
-            "delta.enableDeletionVectors": False,
+            "delta.enableDeletionVectors": True,
             "delta.logRetentionDuration": "interval 2 days",
             "delta.custom.Thing": " kept as given ",
         }
     )
     assert dict(options.table_properties) == {
         "delta.checkpointInterval": "5",
-        "delta.enableDeletionVectors": "false",
+        "delta.enableDeletionVectors": "true",
         "delta.logRetentionDuration": "interval 2 days",
         "delta.custom.Thing": " kept as given ",
     }

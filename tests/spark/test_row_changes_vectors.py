@@ -1,0 +1,161 @@
+"""Deletes that write deletion vectors (issues #33 and #32), on a stock server.
+
+A qbeast table created with ``delta.enableDeletionVectors=true`` gets the
+``deletionVectors`` feature (reader 3 / writer 7), and ``QbeastTable.delete`` on it marks the
+matching rows in vectors, as Delta's DELETE does on such a table: no data file is written,
+each file keeps its ``add`` and its qbeast tags, and every reader leaves the rows out:
+ours, and the files read with pyarrow minus the rows their vectors list (``deltalake``
+cannot read vectors; Delta's JVM reads these tables in
+``integration/test_deletion_vectors_qbeast.py``). ``sample(f)`` stays exactly the live rows below f's weight. Later
+appends, updates, optimize and vacuum work on the table; a table without the property
+still rewrites (``test_row_changes``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import qbeast_connect as qc
+from qbeast_connect.model.weight import weight_from_fraction
+from server_plugin.delta.deletion_vectors import read_deletion_vector
+from server_plugin.delta.log_reader import read_snapshot
+from server_plugin.delta.storage import LocalStorage
+from tests.spark.helpers import live_adds, log_actions, row_digest, spark_digest
+
+VECTORS = {"delta.enableDeletionVectors": "true"}
+
+
+def _rows(spark: Any, start: int, end: int) -> Any:
+    return spark.range(start, end, numPartitions=2).selectExpr(
+        "id",
+        "cast(((id * 7919) % 10007) / 10.0 as double) as x",
+        "date_add(date'2024-01-01', cast(id % 300 as int)) as d",
+        "case when id % 11 = 0 then null else concat('k', cast(id % 23 as string)) end as s",
+    )
+
+
+def _files_minus_vectors(path: str) -> pa.Table:
+    """The live rows, read file by file with pyarrow, leaving out the rows each file's
+    vector lists."""
+    storage = LocalStorage(path)
+    parts = []
+    for add in read_snapshot(storage).files.values():
+        rows = pq.read_table(Path(path) / add.path)
+        if add.deletion_vector is not None:
+            gone = read_deletion_vector(storage, add.deletion_vector)
+            keep = np.ones(rows.num_rows, dtype=bool)
+            keep[gone.astype(np.int64)] = False
+            rows = rows.filter(pa.array(keep))
+        parts.append(rows)
+    return pa.concat_tables(parts)
+
+
+def _data_files(path: str) -> set[str]:
+    return {p.name for p in Path(path).glob("*.parquet")}
+
+
+def _check(spark: Any, path: str, expected: Any) -> None:
+    """Every reader sees ``expected``; samples and a filter are exact."""
+    digest = spark_digest(expected)
+    table = qc.QbeastTable.forPath(spark, path)
+    assert spark_digest(table.toDF()) == digest
+    assert spark_digest(spark.read.format("qbeast").load(path)) == digest
+    assert row_digest(_files_minus_vectors(path)) == digest
+    for fraction in (0.1, 0.4):
+        want = expected.filter(f"hash(x, d) < {weight_from_fraction(fraction)}")
+        assert spark_digest(table.sample(fraction)) == spark_digest(want)
+    where = "x BETWEEN 100 AND 300"
+    assert spark_digest(table.filter(where)) == spark_digest(expected.filter(where))
+
+
+def test_a_delete_marks_rows_in_vectors_and_writes_no_data_file(
+    spark: Any, table_path: str
+) -> None:
+    qc.write(_rows(spark, 0, 3000), table_path, columnsToIndex="x,d", cubeSize=300, **VECTORS)
+    ((_, first),) = [(v, a) for v, a in log_actions(table_path) if "protocol" in a]
+    assert first["protocol"] == {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["deletionVectors"],
+        "writerFeatures": ["deletionVectors"],
+    }
+    files, adds = _data_files(table_path), live_adds(table_path)
+    condition = "s = 'k3' OR id BETWEEN 100 AND 140"  # s is NULL on some rows: they stay
+    original = _rows(spark, 0, 3000)
+    expected = original.where(f"NOT coalesce({condition}, false)")
+    result = qc.QbeastTable.forPath(spark, table_path).delete(condition)
+    assert result.num_deleted_rows == original.where(condition).count() > 0
+    assert result.num_added_files == 0 and result.num_deletion_vectors > 0
+    assert _data_files(table_path) == files  # nothing rewritten
+    after = live_adds(table_path)
+    assert set(after) == set(adds) - set()  # the same files, a vector on those that matched
+    marked = {p for p, a in after.items() if a.get("deletionVector")}
+    assert len(marked) == result.num_deletion_vectors
+    assert all(after[p]["tags"] == adds[p]["tags"] for p in after)
+    assert sum(after[p]["deletionVector"]["cardinality"] for p in marked) == (
+        result.num_deleted_rows
+    )
+    (info,) = [a["commitInfo"] for v, a in log_actions(table_path) if v == 1 and "commitInfo" in a]
+    assert info["operation"] == "DELETE"
+    assert json.loads(info["operationParameters"]["predicate"]) == [condition]
+    _check(spark, table_path, expected)
+    metrics = qc.QbeastTable.forPath(spark, table_path).getIndexMetrics()
+    assert metrics.deleted_rows == result.num_deleted_rows
+
+    # a second delete on an indexed column joins the old vectors; deleted rows are not
+    # counted twice; no match commits nothing
+    table = qc.QbeastTable.forPath(spark, table_path)
+    again = table.delete("x < 60 OR id BETWEEN 120 AND 160")
+    expected = expected.where("NOT (x < 60 OR id BETWEEN 120 AND 160)")
+    assert again.num_deleted_rows == 3000 - result.num_deleted_rows - expected.count()
+    assert table.delete("id < 0").version is None
+    assert qc.QbeastTable.forPath(spark, table_path).version() == 2
+    assert _data_files(table_path) == files
+    _check(spark, table_path, expected)
+
+
+def test_vector_tables_take_appends_updates_optimize_and_vacuum(
+    spark: Any, table_path: str
+) -> None:
+    qc.write(_rows(spark, 0, 2000), table_path, columnsToIndex="x,d", cubeSize=300, **VECTORS)
+    table = qc.QbeastTable.forPath(spark, table_path)
+    options = {"txnAppId": "cleanup", "txnVersion": "1"}
+    first = table.delete("id % 5 = 0", options=options)
+    assert first.version == 1 and first.num_deleted_rows == 400
+    # the same transaction again: already committed, nothing happens
+    assert qc.QbeastTable.forPath(spark, table_path).delete("id % 5 = 1", options).version is None
+    expected = _rows(spark, 0, 2000).where("id % 5 != 0")
+    qc.write(_rows(spark, 2000, 2600), table_path, mode="append")
+    expected = expected.unionByName(_rows(spark, 2000, 2600))
+    table = qc.QbeastTable.forPath(spark, table_path)
+    table.update("id % 5 = 2", {"s": "'updated'"})
+    expected = expected.selectExpr(
+        "id", "x", "d", "case when id % 5 = 2 then 'updated' else s end as s"
+    )
+    _check(spark, table_path, expected)
+    # vacuum keeps the vector files live files name
+    qc.QbeastTable.forPath(spark, table_path).vacuum(0, enforceRetentionDuration=False)
+    _check(spark, table_path, expected)
+    # optimize rewrites the files that carry vectors: the deleted rows stay deleted
+    qc.QbeastTable.forPath(spark, table_path).optimize()
+    _check(spark, table_path, expected)
+
+
+def test_turning_vectors_on_for_an_existing_table_is_refused(spark: Any, table_path: str) -> None:
+    qc.write(_rows(spark, 0, 200), table_path, columnsToIndex="x,d", cubeSize=300)
+    with pytest.raises(qc.UnsupportedProtocolError, match="ALTER TABLE"):
+        qc.write(
+            _rows(spark, 0, 200), table_path, columnsToIndex="x,d", mode="overwrite", **VECTORS
+        )
+    assert qc.QbeastTable.forPath(spark, table_path).version() == 0
+    # deletes on the table without vectors still rewrite files
+    result = qc.QbeastTable.forPath(spark, table_path).delete("id < 10")
+    assert result.num_deletion_vectors == 0 and result.num_removed_files >= 1
+    assert not [a for a in live_adds(table_path).values() if a.get("deletionVector")]
