@@ -197,6 +197,30 @@ def test_reference_reads_our_time_partitioned_table(
     assert len(ours) > 0
 
 
+def test_reference_reads_the_deletion_vectors_our_deletes_write(
+    ref: ReferenceEngine, remote_spark: Any, tmp_path: Path
+) -> None:
+    """Issue #33: a table we create with deletion vectors on, after two of our deletes
+    (the second joins the first's vectors), reads in Delta 3.1 as it reads in ours, at
+    every version, and the sample stays exactly the rows below the weight."""
+    spark = remote_spark
+    path = str(tmp_path / "dv")
+    qc.write(
+        _data(spark, 0, 1500),
+        path,
+        columnsToIndex="x,d",
+        cubeSize=300,
+        **{"delta.enableDeletionVectors": "true"},
+    )
+    table = qc.QbeastTable.forPath(spark, path)
+    assert table.delete("s IS NULL OR x < 100").num_deletion_vectors > 0
+    assert qc.QbeastTable.forPath(spark, path).delete("id % 9 = 4").num_deletion_vectors > 0
+    assert not [p for p in Path(path).glob("*.parquet") if p.name not in set(live_adds(path))]
+    counts = [_same_rows(spark, ref, path, v) for v in range(3)]
+    assert counts[0] == 1500 and counts[0] > counts[1] > counts[2]
+    _same_sample(spark, ref, path, "x, d", 0.3)
+
+
 # --------------------------------------------------------------------------------------
 # (b) we read what Delta 3.1 writes, and it reads what we write after it
 # --------------------------------------------------------------------------------------
