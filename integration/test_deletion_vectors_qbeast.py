@@ -155,9 +155,9 @@ def test_rewrites_drop_deleted_rows_and_vacuum_keeps_live_vectors(
 def test_our_vector_deletes_read_by_delta_and_mixed_with_deltas_own(
     dspark: Any, tmp_path: Path
 ) -> None:
-    """Issue #33: ``QbeastTable.delete`` on a table with vectors enabled writes vectors
-    that Delta's JVM reads; Delta's DELETE then joins our vectors, and ours join Delta's;
-    the same deletes through Delta alone give the same rows."""
+    """Issue #33: ``QbeastTable.delete`` and ``update`` on a table with vectors enabled
+    write vectors that Delta's JVM reads; Delta's DELETE then joins our vectors, and ours
+    join Delta's; the same changes through Delta alone give the same rows."""
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     for path in (ours, theirs):
         qc.write(
@@ -179,6 +179,13 @@ def test_our_vector_deletes_read_by_delta_and_mixed_with_deltas_own(
         assert _agree(dspark, ours) == _agree(dspark, theirs)
     assert {p.name for p in Path(ours).glob("*.parquet")} == files  # no file rewritten
     assert all((a.get("tags") or {}).get("revision") == "1" for a in live_adds(ours).values())
+    _exact_sample(dspark, ours, 0.2)
+    # an update: the old rows leave through vectors, the new ones are appended (indexed)
+    result = qc.QbeastTable.forPath(dspark, ours).update("x < 300", {"s": "'updated'"})
+    assert result.num_deletion_vectors > 0 and result.num_removed_files == 0
+    dspark.sql(f"UPDATE delta.`{theirs}` SET s = 'updated' WHERE x < 300")
+    assert _agree(dspark, ours) == _agree(dspark, theirs)
+    assert files < {p.name for p in Path(ours).glob("*.parquet")}
     _exact_sample(dspark, ours, 0.2)
     latest = qc.QbeastTable.forPath(dspark, ours).version()
     for version in range(latest + 1):

@@ -16,6 +16,13 @@ the commit that removes the old files:
   the files it removes, so a concurrent append does not conflict with it, while a
   concurrent change of one of its files does (``CommitConflictError``, nothing written).
 
+On a table with ``delta.enableDeletionVectors=true`` (and the ``deletionVectors``
+feature) the matched rows leave their files through deletion vectors instead, as in Delta:
+one Spark job collects their positions (``_metadata.row_index``) and the commit adds to
+each file's vector; a delete writes no data file, an update appends only the updated rows.
+Where positions cannot be read (partition values, a reader other than Spark's), the files
+are rewritten as above.
+
 A row is deleted or updated where the condition is TRUE; where it is FALSE or NULL the row
 stays as it is, as in Delta and SQL.
 """
@@ -185,8 +192,11 @@ def rewrite_as_append(
     operation: str,
     predicate: str,
     options: Mapping[str, str] | None,
+    vector_rows: Mapping[str, str] | None = None,
 ) -> Any:
-    """Write ``rows`` as an append and remove ``touched`` in one commit."""
+    """Write ``rows`` as an append and remove ``touched`` in one commit; with
+    ``vector_rows`` (path -> encoded positions), ``touched`` stay and those rows of them
+    are marked deleted in vectors instead."""
     from qbeast_connect.spark.write import _Writer
 
     latest = table.latestRevision
@@ -206,11 +216,12 @@ def rewrite_as_append(
         table.path,
         "append",
         parse_write_options(raw),
-        remove_paths=tuple(touched),
+        remove_paths=() if vector_rows else tuple(touched),
         data_change=True,
         operation=operation,
         operation_parameters={"predicate": json.dumps([predicate])},
         expected_files={p: adds[p].get("deletionVector") for p in touched},
+        vector_rows=vector_rows,
     ).run()
 
 
@@ -266,6 +277,29 @@ def writes_vectors(state: TableState) -> bool:
     )
 
 
+def _vector_positions(
+    table: ChangedTable, where: Column | str | None, condition: Column
+) -> dict[str, str] | None:
+    """The positions of the rows ``condition`` is TRUE for, encoded per log path, in the
+    files the index cannot rule out for ``where`` (empty: no such row). None when the
+    positions cannot be read (partition values, a reader other than Spark's)."""
+    from qbeast_connect.plan_codec import encode_row_positions
+    from qbeast_connect.spark.files import matching_row_indexes, table_file
+
+    state = table._state
+    candidates = table._candidate_paths(where)
+    if not candidates:
+        return {}
+    adds = {str(a.get("path")): a for a in state.adds}
+    files = [table_file(adds[p]) for p in candidates]
+    positions = matching_row_indexes(
+        table._spark, table.path, table.schema, files, condition, state.configuration
+    )
+    if positions is None:
+        return None
+    return {p: encode_row_positions(rows) for p, rows in positions.items()}
+
+
 def _delete_in_vectors(
     table: ChangedTable,
     where: Column | str | None,
@@ -278,8 +312,6 @@ def _delete_in_vectors(
     (partition values, a reader other than Spark's): the caller rewrites instead."""
     import uuid
 
-    from qbeast_connect.plan_codec import encode_row_positions
-    from qbeast_connect.spark.files import matching_row_indexes, table_file
     from qbeast_connect.spark.operations import run_command
 
     parsed = parse_write_options(
@@ -291,14 +323,7 @@ def _delete_in_vectors(
         done = state.txns.get(app)
         if done is not None and done >= app_version:
             return RowChangeResult(None)  # this txn committed already
-    candidates = table._candidate_paths(where)
-    if not candidates:
-        return RowChangeResult(None)
-    adds = {str(a.get("path")): a for a in state.adds}
-    files = [table_file(adds[p]) for p in candidates]
-    positions = matching_row_indexes(
-        table._spark, table.path, table.schema, files, condition, state.configuration
-    )
+    positions = _vector_positions(table, where, condition)
     if positions is None:
         return None
     if not positions:
@@ -308,7 +333,7 @@ def _delete_in_vectors(
         "path": table.path,
         "readVersion": state.version,
         "predicate": text,
-        "files": {p: encode_row_positions(rows) for p, rows in positions.items()},
+        "files": positions,
         "txnId": str(uuid.uuid4()),
         "txnAppId": app,
         "txnVersion": app_version,
@@ -374,20 +399,37 @@ def update_rows(
             )
         values[field.name] = column.cast(field.dataType)
     cond, text = _condition(condition)
+    hit = F.coalesce(cond, F.lit(False))
+    columns = [
+        (
+            F.when(hit, values[f.name]).otherwise(F.col(quote_identifier(f.name)))
+            if f.name in values
+            else F.col(quote_identifier(f.name))
+        ).alias(f.name)
+        for f in table.schema.fields
+    ]
+    positions = _vector_positions(table, condition, cond) if writes_vectors(table._state) else None
+    if positions is not None:
+        # Delta's UPDATE on a table with vectors: the old rows leave their files through
+        # vectors, the updated rows are appended
+        if not positions:
+            return RowChangeResult(None)
+        touched = list(positions)
+        rows = table._read_files(touched).where(hit).select(*columns)
+        result = rewrite_as_append(table, rows, touched, "UPDATE", text, options, positions)
+        if result.version is None:
+            return RowChangeResult(None)
+        return RowChangeResult(
+            result.version,
+            num_updated_rows=result.num_rows,
+            num_added_files=result.num_files,
+            revision_id=result.revision_id,
+            num_deletion_vectors=len(touched),
+        )
     touched, matched = _touched(table, condition, cond)
     if not touched or not matched:
         return RowChangeResult(None)
-    hit = F.coalesce(cond, F.lit(False))
-    rows = table._read_files(touched).select(
-        *[
-            (
-                F.when(hit, values[f.name]).otherwise(F.col(quote_identifier(f.name)))
-                if f.name in values
-                else F.col(quote_identifier(f.name))
-            ).alias(f.name)
-            for f in table.schema.fields
-        ]
-    )
+    rows = table._read_files(touched).select(*columns)
     result = rewrite_as_append(table, rows, touched, "UPDATE", text, options)
     if result.version is None:
         return RowChangeResult(None)

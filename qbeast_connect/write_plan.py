@@ -58,6 +58,9 @@ class WritePlan:
         operation_parameters: ``commitInfo.operationParameters`` (None: the write's mode).
         data_change: False for writes that only rearrange rows (optimize).
         remove_paths: files this write removes (optimize); overwrite removes all files.
+        vector_rows: rows that leave their files through deletion vectors in this commit
+            (a row-level change on a table with vectors on): log path -> the rows'
+            positions, as :func:`~qbeast_connect.plan_codec.encode_row_positions` writes them.
         commit_tags: ``commitInfo.tags`` given directly.
         hooks: pre-commit hook options: ``<name>`` -> hook id, ``<name>.arg`` -> argument.
             Hook ids name hooks the server allows (built-ins or entry points); the outputs
@@ -92,6 +95,7 @@ class WritePlan:
     operation_parameters: Mapping[str, str] | None = None
     data_change: bool = True
     remove_paths: tuple[str, ...] = ()
+    vector_rows: Mapping[str, str] = field(default_factory=dict)
     commit_tags: Mapping[str, str] | None = None
     hooks: Mapping[str, str] = field(default_factory=dict)
     append_task: Mapping[str, Any] | None = None
@@ -120,6 +124,7 @@ class WritePlan:
             ),
             "dataChange": self.data_change,
             "removePaths": list(self.remove_paths),
+            "vectorRows": dict(self.vector_rows),
             "commitTags": None if self.commit_tags is None else dict(self.commit_tags),
             "hooks": dict(self.hooks),
             "appendTask": None if self.append_task is None else dict(self.append_task),
@@ -157,6 +162,7 @@ class WritePlan:
                 operation_parameters=data.get("operationParameters"),
                 data_change=bool(data["dataChange"]),
                 remove_paths=tuple(data["removePaths"]),
+                vector_rows={str(k): str(v) for k, v in data.get("vectorRows", {}).items()},
                 commit_tags=data["commitTags"],
                 hooks={str(k): str(v) for k, v in data.get("hooks", {}).items()},
                 append_task=data.get("appendTask"),

@@ -20,9 +20,11 @@ deleted again if the commit fails.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,7 @@ from qbeast_connect.exceptions import (
     UnsupportedProtocolError,
 )
 from qbeast_connect.plan_codec import decode_row_positions
-from server_plugin.delta.actions import AddFile, RemoveFile, Txn
+from server_plugin.delta.actions import AddFile, Txn
 from server_plugin.delta.committer import CommitOutcomeUnknownError, commit
 from server_plugin.delta.conflicts import TransactionReadSet
 from server_plugin.delta.deletion_vectors import (
@@ -44,9 +46,15 @@ from server_plugin.delta.deletion_vectors import (
 from server_plugin.delta.log_reader import read_snapshot
 from server_plugin.delta.properties import ENABLE_DELETION_VECTORS, get_bool
 from server_plugin.delta.snapshot import DeltaSnapshot
-from server_plugin.delta.storage import storage_for
+from server_plugin.delta.storage import Storage, storage_for
 
-__all__ = ["delete_with_vectors", "writes_vectors"]
+__all__ = [
+    "VectorChange",
+    "delete_with_vectors",
+    "vector_change",
+    "vector_file_kept_if_committed",
+    "writes_vectors",
+]
 
 
 def writes_vectors(snapshot: DeltaSnapshot) -> bool:
@@ -83,34 +91,56 @@ def _loose_stats(stats: str | None) -> str | None:
     return json.dumps(parsed, separators=(",", ":"))
 
 
-def delete_with_vectors(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """Run one ``delete_vectors`` command: ``path``, ``readVersion``, ``predicate``,
-    ``files`` (log path -> its row positions, as
-    :func:`~qbeast_connect.plan_codec.encode_row_positions` writes them), ``txnId``, and
-    optionally ``txnAppId``/``txnVersion`` and ``userMetadata``. Yields one ``result`` row:
-    ``version`` (None when no row was newly deleted), ``deletedRows``, ``removedFiles``,
-    ``vectorFiles`` (files that now carry a vector)."""
-    path = str(command["path"])
-    storage = storage_for(path, command.get("storageOptions"))
-    read_version = int(command["readVersion"])
-    snapshot = read_snapshot(storage, read_version)
+@dataclass(frozen=True)
+class VectorChange:
+    """The actions that take rows out of files through deletion vectors.
+
+    Attributes:
+        actions: ``remove(p, old vector)`` per changed file, then ``add(p, new vector)``
+            for those that keep a live row.
+        vector_file: the new vector file (relative to the table root), or None when no
+            file keeps a vector; the caller deletes it if its commit fails.
+        deleted_rows: rows newly deleted (rows an old vector deleted are not counted).
+        removed_files: files whose every row is now deleted (removed, no new ``add``).
+        vector_files: files that now carry a new vector.
+        paths: the log paths of every changed file.
+    """
+
+    actions: tuple[Any, ...]
+    vector_file: str | None
+    deleted_rows: int
+    removed_files: int
+    vector_files: int
+    paths: frozenset[str]
+
+
+def vector_change(
+    storage: Storage, snapshot: DeltaSnapshot, files: Mapping[str, str], now: int
+) -> VectorChange:
+    """Mark the rows ``files`` lists (log path -> row positions, as
+    :func:`~qbeast_connect.plan_codec.encode_row_positions` writes them) deleted, joined
+    with each file's old vector, and write the new vectors to one file.
+
+    Raises:
+        UnsupportedProtocolError: the table does not enable deletion vectors.
+        CommitConflictError: a listed file is not in ``snapshot``.
+    """
     if not writes_vectors(snapshot):
         raise UnsupportedProtocolError(
-            f"the table at {path} does not enable deletion vectors ({ENABLE_DELETION_VECTORS}"
-            " and the deletionVectors feature); delete by rewriting its files instead"
+            f"the table at {storage.root_uri} does not enable deletion vectors "
+            f"({ENABLE_DELETION_VECTORS} and the deletionVectors feature); change rows by "
+            "rewriting its files instead"
         )
     by_path = {a.path: a for a in snapshot.files.values()}
-    now = int(time.time() * 1000)
     changed: list[tuple[AddFile, npt.NDArray[np.int64]]] = []
-    actions: list[Any] = []
-    deleted = 0
-    removed = 0
-    for log_path, text in dict(command["files"]).items():
+    removes: list[Any] = []
+    deleted = removed = 0
+    for log_path, text in files.items():
         add = by_path.get(log_path)
         if add is None:
             raise CommitConflictError(
-                f"file {log_path} is no longer in the table at version {read_version}; "
-                "reload the table and retry the delete"
+                f"file {log_path} is no longer in the table at version {snapshot.version}; "
+                "reload the table and retry"
             )
         rows = np.asarray(decode_row_positions(str(text)), dtype=np.int64)
         old = (
@@ -120,23 +150,21 @@ def delete_with_vectors(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]
         )
         union = np.union1d(old, rows)
         if len(union) == len(old):
-            continue  # every matching row was deleted already
+            continue  # every listed row was deleted already
         deleted += len(union) - len(old)
-        actions.append(add.to_remove(now, data_change=True))
+        removes.append(add.to_remove(now, data_change=True))
         total = _num_records(add)
         if total is not None and len(union) >= total:
             removed += 1  # no row left: the file goes
         else:
             changed.append((add, union))
-    if not actions:
-        yield ("result", json.dumps({"version": None, "deletedRows": 0}))
-        return
+    adds: list[Any] = []
     vector_file = None
     if changed:
         descriptors = write_deletion_vectors(storage, [rows for _, rows in changed])
         vector_file = storage_key(descriptors[0], storage.root_uri)
         for (add, _), vector in zip(changed, descriptors, strict=True):
-            actions.append(
+            adds.append(
                 AddFile(
                     path=add.path,
                     partition_values=add.partition_values,
@@ -148,21 +176,46 @@ def delete_with_vectors(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]
                     deletion_vector=vector,
                 )
             )
+    return VectorChange(
+        actions=(*removes, *adds),
+        vector_file=vector_file,
+        deleted_rows=deleted,
+        removed_files=removed,
+        vector_files=len(changed),
+        paths=frozenset(r.path for r in removes),
+    )
+
+
+def delete_with_vectors(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Run one ``delete_vectors`` command: ``path``, ``readVersion``, ``predicate``,
+    ``files`` (log path -> its row positions, as
+    :func:`~qbeast_connect.plan_codec.encode_row_positions` writes them), ``txnId``, and
+    optionally ``txnAppId``/``txnVersion`` and ``userMetadata``. Yields one ``result`` row:
+    ``version`` (None when no row was newly deleted), ``deletedRows``, ``removedFiles``,
+    ``vectorFiles`` (files that now carry a vector)."""
+    storage = storage_for(str(command["path"]), command.get("storageOptions"))
+    read_version = int(command["readVersion"])
+    snapshot = read_snapshot(storage, read_version)
+    now = int(time.time() * 1000)
+    change = vector_change(storage, snapshot, dict(command["files"]), now)
+    if not change.actions:
+        yield ("result", json.dumps({"version": None, "deletedRows": 0}))
+        return
+    actions: list[Any] = list(change.actions)
     app_id, app_version = command.get("txnAppId"), command.get("txnVersion")
     if app_id is not None and app_version is not None:
         actions.append(Txn(app_id=str(app_id), version=int(app_version), last_updated=now))
-    paths = frozenset(a.path for a in actions if isinstance(a, RemoveFile))
     extra: dict[str, Any] = {}
     if command.get("userMetadata") is not None:
         extra["userMetadata"] = str(command["userMetadata"])
-    try:
+    with vector_file_kept_if_committed(storage, change):
         version = commit(
             storage,
             actions,
             TransactionReadSet(
                 read_version=read_version,
-                read_files=paths,
-                removed_files=paths,
+                read_files=change.paths,
+                removed_files=change.paths,
                 app_ids=frozenset({str(app_id)} if app_id is not None else set()),
             ),
             operation="DELETE",
@@ -172,20 +225,29 @@ def delete_with_vectors(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]
             txn_id=str(command.get("txnId") or "") or None,
             num_output_rows=0,
         )
-    except CommitOutcomeUnknownError:
-        raise
-    except BaseException:
-        if vector_file is not None:
-            storage.delete(vector_file)
-        raise
     yield (
         "result",
         json.dumps(
             {
                 "version": version,
-                "deletedRows": deleted,
-                "removedFiles": removed,
-                "vectorFiles": len(changed),
+                "deletedRows": change.deleted_rows,
+                "removedFiles": change.removed_files,
+                "vectorFiles": change.vector_files,
             }
         ),
     )
+
+
+@contextlib.contextmanager
+def vector_file_kept_if_committed(storage: Storage, change: VectorChange | None) -> Iterator[None]:
+    """Delete ``change``'s vector file when the block fails, unless the failure may hide a
+    landed commit (``CommitOutcomeUnknownError``)."""
+    try:
+        yield
+    except CommitOutcomeUnknownError:
+        raise
+    except BaseException:
+        if change is not None and change.vector_file is not None:
+            with contextlib.suppress(OSError):
+                storage.delete(change.vector_file)
+        raise

@@ -55,6 +55,7 @@ from server_plugin.group_spill import GroupSpill
 from server_plugin.messages import WriteTaskMessage, WrittenFile
 from server_plugin.parquet_statistics import parquet_write_options
 from server_plugin.revision_rebase import metadata_commutes, rebase_revisions
+from server_plugin.row_deletes import vector_change, vector_file_kept_if_committed
 from server_plugin.time_partitions import PartitionCodes, committed_configuration
 from server_plugin.timeline_writer import partition_dir
 
@@ -623,6 +624,13 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
                     deletion_vector=add.deletion_vector,
                 )
             )
+    vectors = None
+    if plan.vector_rows:
+        if base is None:
+            raise InvalidOptionError("a write that creates a table has no rows to mark deleted")
+        vectors = vector_change(storage, base, plan.vector_rows, now)
+        actions.extend(vectors.actions)
+        removed.extend(vectors.paths)
     if plan.txn_app_id is not None and plan.txn_version is not None:
         actions.append(Txn(app_id=plan.txn_app_id, version=int(plan.txn_version), last_updated=now))
     for f in files:
@@ -676,7 +684,7 @@ def commit_write(plan: WritePlan, messages: Sequence[Any]) -> int:
     if tags:
         extra["tags"] = tags
     crash_point("after_files")
-    with deleted_unless_committed(storage, files):
+    with deleted_unless_committed(storage, files), vector_file_kept_if_committed(storage, vectors):
         version = commit(
             storage,
             actions,

@@ -218,9 +218,9 @@ def _inner_weights(existing: Mapping[CubeId, Any]) -> dict[str, int]:
 
 
 class _Writer:
-    """One write. ``remove_paths``/``data_change``/``operation`` serve optimize of the
-    staging area, which indexes existing rows like an append and replaces their files;
-    ``target`` serves optimize merging revisions, which indexes them into that revision;
+    """One write. ``remove_paths``/``data_change``/``operation`` serve optimize and row changes,
+    which index rows like an append and replace their files (``vector_rows``: or mark rows
+    of them deleted); ``target`` serves optimize merging revisions (indexes into it);
     ``keep_revision`` (automatic compaction) commits nothing rather than open a revision."""
 
     def __init__(
@@ -238,6 +238,7 @@ class _Writer:
         commit_tags: Mapping[str, str] | None = None,
         operation_parameters: Mapping[str, str] | None = None,
         expected_files: Mapping[str, Any] | None = None,
+        vector_rows: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
@@ -253,7 +254,7 @@ class _Writer:
         #: ``remove_paths`` as the caller read them (path -> its deletion vector or None):
         #: a row-level change computed its rows from them, so they must be unchanged
         self.expected_files = expected_files
-        #: a new revision to index into (optimize merging revisions), else None
+        self.vector_rows = dict(vector_rows or {})
         self.target = target
         self.keep_revision = keep_revision
         self.commit_tags = commit_tags
@@ -711,6 +712,7 @@ class _Writer:
             operation_parameters=self.operation_parameters,
             data_change=self.data_change,
             remove_paths=self.remove_paths,
+            vector_rows=self.vector_rows,
             commit_tags=self.commit_tags,
             hooks=self.options.hooks,
             append_task=append_task,
