@@ -206,3 +206,17 @@ def test_deletion_vectors_on_a_name_mapped_table(dspark: Any, tmp_path: Path) ->
     qc.QbeastTable.forPath(dspark, path).optimize(0)
     assert _agree(dspark, path)[0] == live + 300
     _exact_sample(dspark, path, 0.3)
+    # our delete and update by a renamed column's logical name write vectors Delta reads
+    table = qc.QbeastTable.forPath(dspark, path)
+    assert table.delete("label = 'k4'").num_deletion_vectors > 0
+    result = qc.QbeastTable.forPath(dspark, path).update("label = 'k6'", {"label": "'six'"})
+    assert result.num_deletion_vectors > 0
+    rows = dspark.read.format("delta").load(path)
+    assert rows.filter("label = 'k4'").count() == 0
+    assert (
+        rows.filter("label = 'six'").count()
+        == len([i for i in range(1800) if i % 31 == 6 and not (i < 1500 and i % 7 == 3)])
+        > 0
+    )
+    _agree(dspark, path)
+    _exact_sample(dspark, path, 0.3)

@@ -195,20 +195,27 @@ def read_table_files(
     mapping = column_mapping(configuration, schema)
     if mapping is None:
         return _read_table_files(spark, root, schema, files)
-    from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
-
-    from qbeast_connect.planning.predicate.sql_render import quote_identifier
 
     physical = StructType.fromJson(dict(mapping.physical_schema))
     frame = _read_table_files(spark, root, physical, files)
+    return frame.select(*_logical_columns(schema, physical))
+
+
+def _logical_columns(schema: StructType, physical: StructType) -> list[Any]:
+    """The columns of ``physical`` (a column-mapped table's stored schema) renamed to
+    ``schema``'s logical names; nested fields are cast, which Spark does by position."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.planning.predicate.sql_render import quote_identifier
+
     columns = []
     for logical, stored in zip(schema.fields, physical.fields, strict=True):
         column = F.col(quote_identifier(stored.name))
-        if stored.dataType != logical.dataType:  # nested fields: cast renames by position
+        if stored.dataType != logical.dataType:
             column = column.cast(logical.dataType)
         columns.append(column.alias(logical.name))
-    return frame.select(*columns)
+    return columns
 
 
 def _read_table_files(
@@ -303,7 +310,6 @@ def matching_row_indexes(
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    from qbeast_connect.planning.predicate.sql_render import quote_identifier
     from qbeast_connect.rules.column_mapping import column_mapping
 
     if not files or reader_for(spark, root) != SPARK_READER or any(f[2] for f in files):
@@ -312,14 +318,8 @@ def matching_row_indexes(
     stored = schema if mapping is None else StructType.fromJson(dict(mapping.physical_schema))
     located, log_path = _log_paths(root, files)
     check_paths_on_driver(spark, root, len(located))
-    columns = []
-    for logical, physical in zip(schema.fields, stored.fields, strict=True):
-        column = F.col(quote_identifier(physical.name))
-        if physical.dataType != logical.dataType:  # nested fields: cast renames by position
-            column = column.cast(logical.dataType)
-        columns.append(column.alias(logical.name))
     frame = _spark_parquet(spark, stored, located).select(
-        *columns,
+        *_logical_columns(schema, stored),
         F.col("_metadata.file_path").alias("__qbeast_file"),
         F.col("_metadata.row_index").alias("__qbeast_row"),
     )

@@ -87,20 +87,27 @@ def _check(spark: Any, path: str, reference: dict[int, Row], step: str) -> None:
         assert sum(int(b["elementCount"]) for b in json.loads(tags["blocks"])) > 0, step
 
 
-@pytest.mark.parametrize("seed", [3, 11])
-def test_random_row_changes_match_the_reference(spark: Any, tmp_path: Any, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "vectors"), [(3, False), (11, False), (5, True)])
+def test_random_row_changes_match_the_reference(
+    spark: Any, tmp_path: Any, seed: int, vectors: bool
+) -> None:
+    """``vectors``: the table has deletion vectors on, so deletes and updates mark rows in
+    vectors (``test_row_changes_vectors``) between merges, appends and optimizes."""
     rng = random.Random(seed)
     path = str(tmp_path / "t")
     rows = [_row(rng, i) for i in range(400)]
-    qc.write(_frame(spark, rows), path, columnsToIndex="x,d", cubeSize=60)
+    properties = {"delta.enableDeletionVectors": "true"} if vectors else {}
+    qc.write(_frame(spark, rows), path, columnsToIndex="x,d", cubeSize=60, **properties)
     reference = {r[0]: r for r in rows}
     next_id = 400
+    marked = 0  # files given a deletion vector by deletes and updates
     for step in range(10):
         op = rng.choice(["delete", "update", "merge", "append", "delete", "merge", "optimize"])
         table = qc.QbeastTable.forPath(spark, path)
         if op == "delete":
             text, holds = _condition(rng)
             result = table.delete(text)
+            marked += result.num_deletion_vectors
             gone = [i for i, r in reference.items() if holds(r) is True]
             assert result.num_deleted_rows == len(gone), (step, text)
             for i in gone:
@@ -108,7 +115,9 @@ def test_random_row_changes_match_the_reference(spark: Any, tmp_path: Any, seed:
         elif op == "update":
             text, holds = _condition(rng)
             shift = round(rng.uniform(-50, 50), 1)
-            table.update(text, {"x": f"x + {shift}", "s": f"'u{step}'"})
+            marked += table.update(
+                text, {"x": f"x + {shift}", "s": f"'u{step}'"}
+            ).num_deletion_vectors
             for i, r in list(reference.items()):
                 if holds(r) is True:
                     x = None if r[1] is None else r[1] + shift
@@ -143,3 +152,4 @@ def test_random_row_changes_match_the_reference(spark: Any, tmp_path: Any, seed:
         else:
             table.optimize()
         _check(spark, path, reference, f"seed {seed} step {step} {op}")
+    assert (marked > 0) == vectors
