@@ -155,8 +155,8 @@ def test_rewrites_drop_deleted_rows_and_vacuum_keeps_live_vectors(
 def test_our_vector_deletes_read_by_delta_and_mixed_with_deltas_own(
     dspark: Any, tmp_path: Path
 ) -> None:
-    """Issue #33: ``QbeastTable.delete`` and ``update`` on a table with vectors enabled
-    write vectors that Delta's JVM reads; Delta's DELETE then joins our vectors, and ours
+    """Issue #33: ``QbeastTable.delete``, ``update`` and ``merge`` on a table with vectors
+    enabled write vectors that Delta's JVM reads; Delta's DELETE then joins our vectors, and ours
     join Delta's; the same changes through Delta alone give the same rows."""
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     for path in (ours, theirs):
@@ -186,6 +186,27 @@ def test_our_vector_deletes_read_by_delta_and_mixed_with_deltas_own(
     dspark.sql(f"UPDATE delta.`{theirs}` SET s = 'updated' WHERE x < 300")
     assert _agree(dspark, ours) == _agree(dspark, theirs)
     assert files < {p.name for p in Path(ours).glob("*.parquet")}
+    _exact_sample(dspark, ours, 0.2)
+    # a merge: updated and deleted rows through vectors, new rows appended
+    source = _rows(dspark, 0, 3300).where("id % 5 = 0 OR id >= 3000")
+    source = source.selectExpr("id", "x", "d", "'merged' AS s")
+    source.createOrReplaceTempView("dv_merge_source")
+    result = (
+        qc.QbeastTable.forPath(dspark, ours)
+        .alias("t")
+        .merge(source.alias("m"), "t.id = m.id")
+        .whenMatchedDelete("m.id % 3 = 0")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert result.num_deletion_vectors > 0 and result.num_removed_files == 0
+    dspark.sql(
+        f"MERGE INTO delta.`{theirs}` t USING dv_merge_source m ON t.id = m.id "
+        "WHEN MATCHED AND m.id % 3 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET * "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    assert _agree(dspark, ours) == _agree(dspark, theirs)
     _exact_sample(dspark, ours, 0.2)
     latest = qc.QbeastTable.forPath(dspark, ours).version()
     for version in range(latest + 1):

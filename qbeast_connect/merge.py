@@ -12,7 +12,10 @@ order is the user's, as in Delta); a target row that more than one source row ma
 an error when a MATCHED clause exists, as in Delta. The files holding an updated or
 deleted row are rewritten with their other rows, the changed rows and the inserted rows,
 as an append writes rows (weights kept, new values placed like appended ones), in one
-``MERGE`` commit that removes those files.
+``MERGE`` commit that removes those files. On a table with deletion vectors on, as in
+Delta, the updated and deleted rows leave their files through vectors instead (each
+target row carries its position: :func:`qbeast_connect.spark.files.rows_with_positions`)
+and only the updated and inserted rows are written.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ _T = "__qbeast_merge_target"
 _S = "__qbeast_merge_source"
 _FILE = "__qbeast_merge_file"
 _ROW = "__qbeast_merge_row"
+_POSITION = "__qbeast_merge_position"
 _ACTION = "__qbeast_merge_action"
 
 
@@ -49,6 +53,8 @@ class MergeResult:
         num_removed_files, num_added_files: files.
         num_target_files_before_skipping, num_target_files_after_skipping: the table's
             files, and those the merge read (see :func:`_target_bounds`).
+        num_deletion_vectors: files whose updated or deleted rows were marked in a new
+            deletion vector instead of rewritten (tables with deletion vectors on).
     """
 
     version: int | None
@@ -60,6 +66,7 @@ class MergeResult:
     num_added_files: int = 0
     num_target_files_before_skipping: int = 0
     num_target_files_after_skipping: int = 0
+    num_deletion_vectors: int = 0
 
 
 @dataclass(frozen=True)
@@ -240,8 +247,12 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     from pyspark.sql import functions as F
 
     from qbeast_connect.planning.predicate import quote_identifier
-    from qbeast_connect.row_changes import check_row_change_table, rewrite_as_append
-    from qbeast_connect.spark.files import rows_with_file, table_file
+    from qbeast_connect.row_changes import (
+        check_row_change_table,
+        rewrite_as_append,
+        writes_vectors,
+    )
+    from qbeast_connect.spark.files import rows_with_file, rows_with_positions, table_file
 
     table = builder._table
     check_row_change_table(table, "MERGE")
@@ -254,15 +265,29 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
         paths = []
     elif bounds is not None:
         paths = sorted(table._candidate_paths(bounds))
-    tagged = rows_with_file(
-        table._spark, table.path, table.schema, [table_file(adds[p]) for p in paths], _FILE
-    )
+    files = [table_file(adds[p]) for p in paths]
+    # with deletion vectors on, changed rows leave their files through vectors: each
+    # target row carries its position
+    vectors = writes_vectors(table._state) and bool(paths)
+    tagged = None
+    if vectors:
+        located = rows_with_positions(
+            table._spark, table.path, table.schema, files, table._state.configuration
+        )
+        if located is not None:
+            tagged = (
+                located[0]
+                .withColumnRenamed("_qbeast_file", _FILE)
+                .withColumnRenamed("_qbeast_row", _POSITION),
+                located[1],
+            )
+        vectors = tagged is not None
+    if not vectors:
+        tagged = rows_with_file(table._spark, table.path, table.schema, files, _FILE)
     log_path: Callable[[str | None], str | None]
     if tagged is None:  # rows not told apart by file: every file is rewritten if any changes
         frame = (
-            table._read_files(paths)
-            if paths
-            else table._spark.createDataFrame([], table.schema)
+            table._read_files(paths) if paths else table._spark.createDataFrame([], table.schema)
         ).withColumn(_FILE, F.lit(None).cast("string"))
         log_path = _no_file
     else:
@@ -308,7 +333,7 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
     touched: list[str] = []
     touched_names: list[str] | None = []
-    if changed:
+    if changed and not vectors:
         found = rows.where(F.col(_ACTION).isin(changed)).select(target_file.alias("f")).distinct()
         names = {r["f"] for r in found.collect()}
         mapped = {log_path(n) for n in names}
@@ -335,6 +360,17 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
         outputs.append(column.alias(f.name))
     inserts = [a for a, (_k, act) in kinds.items() if act == "insert"]
     updates = [a for a, (_k, act) in kinds.items() if act == "update"]
+    if vectors:
+        return _merge_in_vectors(
+            builder,
+            rows,
+            outputs,
+            changed,
+            updates + inserts,
+            log_path,
+            (updated, deleted, inserted),
+            (before_skipping, len(paths)),
+        )
     in_touched = present_t if touched_names is None else target_file.isin(touched_names)
     if not touched:
         in_touched = F.lit(False)
@@ -355,6 +391,59 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
         num_target_rows_copied=max(0, result.num_rows - updated - inserted),
         num_removed_files=len(touched),
         num_added_files=result.num_files,
+    )
+
+
+def _merge_in_vectors(
+    builder: QbeastMergeBuilder,
+    rows: DataFrame,
+    outputs: list[Column],
+    changed: list[str],
+    written: list[str],
+    log_path: Callable[[str | None], str | None],
+    counts: tuple[int, int, int],
+    skipping: tuple[int, int],
+) -> MergeResult:
+    """Delta's MERGE on a table with deletion vectors: the updated and deleted target rows
+    leave their files through vectors, and only the updated and inserted rows are written
+    (as an append), in one ``MERGE`` commit."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.plan_codec import encode_row_positions
+    from qbeast_connect.planning.predicate import quote_identifier
+    from qbeast_connect.row_changes import rewrite_as_append
+
+    target = quote_identifier(builder._target_alias)
+    positions: dict[str, list[int]] = {}
+    if changed:
+        hit = rows.where(F.col(_ACTION).isin(changed)).select(
+            F.col(f"{target}.{_FILE}").alias("f"), F.col(f"{target}.{_POSITION}").alias("r")
+        )
+        for row in hit.groupBy("f").agg(F.collect_list("r").alias("rows")).collect():
+            path = log_path(row["f"])
+            if path is None:
+                raise UnsupportedOperationError(
+                    f"MERGE: a changed row's file {row['f']!r} is not one of the table's files"
+                )
+            positions.setdefault(path, []).extend(int(r) for r in row["rows"])
+    encoded = {p: encode_row_positions(r) for p, r in positions.items()}
+    new_rows = rows.where(F.col(_ACTION).isin(written)).select(*outputs)
+    table = builder._table
+    result = rewrite_as_append(
+        table, new_rows, sorted(encoded), "MERGE", builder._condition_text, None, encoded
+    )
+    if result.version is None:
+        return MergeResult(None)
+    updated, deleted, inserted = counts
+    return MergeResult(
+        result.version,
+        num_target_files_before_skipping=skipping[0],
+        num_target_files_after_skipping=skipping[1],
+        num_target_rows_updated=updated,
+        num_target_rows_deleted=deleted,
+        num_target_rows_inserted=inserted,
+        num_added_files=result.num_files,
+        num_deletion_vectors=len(encoded),
     )
 
 

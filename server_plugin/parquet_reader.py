@@ -28,10 +28,17 @@ if TYPE_CHECKING:
 PARTITION_BYTES = 64 * 1024 * 1024
 #: Rows per Arrow batch a read task yields.
 BATCH_ROWS = 65_536
+#: Columns a read's schema may end with to get each row's file (its key as the read was
+#: given it) and its position in that file (what a deletion vector lists), for rows
+#: changed through deletion vectors (:mod:`qbeast_connect.merge`).
+FILE_COLUMN = "_qbeast_file"
+ROW_COLUMN = "_qbeast_row"
 
 __all__ = [
     "BATCH_ROWS",
+    "FILE_COLUMN",
     "PARTITION_BYTES",
+    "ROW_COLUMN",
     "ParquetFilesReader",
     "conform_batch",
     "deleted_rows",
@@ -176,7 +183,8 @@ class ParquetFilesReader(DataSourceReader):
 
     Args:
         root: the table location.
-        schema: the schema of the rows to return.
+        schema: the schema of the rows to return; when it ends with :data:`FILE_COLUMN`
+            and :data:`ROW_COLUMN`, each row gets its file's key and its position in it.
         files: ``(storage key, size)`` of every file to read, in order.
         partition_values: storage key -> the file's partition values (from the log).
         storage_options: object-store settings the client sent with the read (None: the
@@ -229,6 +237,8 @@ class ParquetFilesReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+        import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from server_plugin.delta.storage import storage_for
@@ -240,10 +250,13 @@ class ParquetFilesReader(DataSourceReader):
         from qbeast_connect.rules.column_mapping import COLUMN_MAPPING_MODE, column_mapping
 
         storage = storage_for(self.root, self.storage_options)
-        logical = to_arrow_schema(self.schema, timezone="UTC")
-        stored = self.schema
+        names = self.schema.fieldNames()
+        positions = names[-2:] == [FILE_COLUMN, ROW_COLUMN]
+        table_schema = StructType(self.schema.fields[:-2]) if positions else self.schema
+        logical = to_arrow_schema(table_schema, timezone="UTC")
+        stored = table_schema
         mapping = column_mapping(
-            {COLUMN_MAPPING_MODE: self.column_mapping_mode or "none"}, self.schema
+            {COLUMN_MAPPING_MODE: self.column_mapping_mode or "none"}, table_schema
         )
         if mapping is not None:
             stored = StructType.fromJson(dict(mapping.physical_schema))
@@ -264,12 +277,20 @@ class ParquetFilesReader(DataSourceReader):
                     rows = batch.num_rows
                     if legacy:
                         check_calendar(batch, key)
+                    if positions:  # dropped and sampled with the rows
+                        index = pa.array(np.arange(start, start + rows, dtype=np.int64))
+                        batch = batch.append_column(ROW_COLUMN, index)
                     if deleted is not None:
                         batch = drop_rows(batch, deleted, start)
                     start += rows
                     if batch.num_rows:
                         out = conform_batch(batch, target, values)
                         out = out if mapping is None else relabel(out, logical)
+                        if positions:
+                            n = out.num_rows
+                            out = out.append_column(
+                                FILE_COLUMN, pa.array([key] * n, pa.string())
+                            ).append_column(ROW_COLUMN, batch.column(ROW_COLUMN))
                         if self.sample is not None:
                             out = sampled_rows(out, *self.sample)
                         if out.num_rows:

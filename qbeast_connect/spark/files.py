@@ -60,6 +60,7 @@ __all__ = [
     "read_table_files",
     "reader_for",
     "rows_with_file",
+    "rows_with_positions",
 ]
 
 #: One file of a table to read: its path as the log names it, its size in bytes, its
@@ -292,6 +293,72 @@ def rows_with_file(
     frame = _spark_parquet(spark, schema, located)
     tagged = frame.select("*", F.col("_metadata.file_path").alias(column))
     return tagged, log_path
+
+
+def rows_with_positions(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    configuration: Mapping[str, str] | None = None,
+) -> tuple[DataFrame, Callable[[str | None], str | None]] | None:
+    """The live rows of ``files`` with two more columns, ``_qbeast_file`` (a name of the
+    row's file) and ``_qbeast_row`` (its position in the file, as a deletion vector lists
+    it), and the function turning such a name into the file's log path. Files without a
+    deletion vector are read by Spark (``_metadata``), files with one by the plugin, which
+    leaves out their deleted rows. None when positions cannot be read: partition values or
+    a reader other than Spark's."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from qbeast_connect.rules.column_mapping import column_mapping
+    from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
+
+    if not files or reader_for(spark, root) != SPARK_READER or any(f[2] for f in files):
+        return None
+    mapping = column_mapping(configuration, schema)
+    stored = schema if mapping is None else StructType.fromJson(dict(mapping.physical_schema))
+    located, spark_name = _log_paths(root, files)
+    check_paths_on_driver(spark, root, len(located))
+    columns = _logical_columns(schema, stored)
+    frames = []
+    plain = [loc for loc, f in zip(located, files, strict=True) if not f[3]]
+    if plain:
+        frames.append(
+            _spark_parquet(spark, stored, plain).select(
+                *columns,
+                F.col("_metadata.file_path").alias(FILE_COLUMN),
+                F.col("_metadata.row_index").alias(ROW_COLUMN),
+            )
+        )
+    prefix = len(root.rstrip("/")) + 1
+    keys = {loc[prefix:]: f[0] for loc, f in zip(located, files, strict=True) if f[3]}
+    if keys:
+        extended = StructType(
+            [
+                *stored.fields,
+                StructField(FILE_COLUMN, StringType()),
+                StructField(ROW_COLUMN, LongType()),
+            ]
+        )
+        entries = [
+            (loc[prefix:], f[1], dict(f[2]), f[3])
+            for loc, f in zip(located, files, strict=True)
+            if f[3]
+        ]
+        frames.append(
+            read_files(spark, root.rstrip("/"), extended, entries).select(
+                *columns, F.col(FILE_COLUMN), F.col(ROW_COLUMN)
+            )
+        )
+    frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+    def log_path(name: str | None) -> str | None:
+        if name is None:
+            return None
+        return keys.get(name) or spark_name(name)
+
+    return frame, log_path
 
 
 def matching_row_indexes(

@@ -199,3 +199,46 @@ def test_an_update_marks_old_rows_in_vectors_and_appends_the_new_ones(
         "id", "x", "d", "case when s = 'changed' then 'twice' else s end as s"
     )
     _check(spark, table_path, expected)
+
+
+def test_a_merge_marks_changed_rows_in_vectors_and_writes_only_new_rows(
+    spark: Any, table_path: str
+) -> None:
+    """Delta's MERGE on a table with vectors: matched rows that are updated or deleted
+    leave their files through vectors, also files that already carry one (their live rows'
+    positions come from the plugin's reader), and only updated and inserted rows are
+    written."""
+    qc.write(_rows(spark, 0, 3000), table_path, columnsToIndex="x,d", cubeSize=300, **VECTORS)
+    qc.QbeastTable.forPath(spark, table_path).delete("id % 10 = 1")  # vectors on most files
+    files = _data_files(table_path)
+    source = (
+        _rows(spark, 0, 3400)
+        .where("id % 7 = 2 OR id >= 3000")
+        .selectExpr("id", "x + 1 AS x", "d", "concat(coalesce(s, 'none'), '!') AS s")
+    )
+    table = qc.QbeastTable.forPath(spark, table_path)
+    result = (
+        table.alias("t")
+        .merge(source.alias("src"), "t.id = src.id")
+        .whenMatchedDelete("src.id % 3 = 0")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    kept = _rows(spark, 0, 3000).where("id % 10 != 1")
+    matched = kept.where("id % 7 = 2")
+    # source rows whose target row the first delete took are inserted again
+    inserted = source.join(kept.select("id"), on="id", how="left_anti")
+    assert result.num_target_rows_deleted == matched.where("id % 3 = 0").count() > 0
+    assert result.num_target_rows_updated == matched.where("id % 3 != 0").count() > 0
+    assert result.num_target_rows_inserted == inserted.count() > 400
+    assert result.num_deletion_vectors > 0 and result.num_removed_files == 0
+    assert result.num_target_rows_copied == 0
+    assert files <= _data_files(table_path)  # no file rewritten
+    new = set(live_adds(table_path)) - set(live_adds(table_path, 1))
+    assert sum(json.loads(live_adds(table_path)[p]["stats"])["numRecords"] for p in new) == (
+        result.num_target_rows_updated + result.num_target_rows_inserted
+    )
+    updated = source.where("id % 3 != 0").join(kept.select("id"), on="id", how="left_semi")
+    expected = kept.where("id % 7 != 2").unionByName(updated).unionByName(inserted)
+    _check(spark, table_path, expected)
