@@ -92,8 +92,9 @@ class RowChangeResult:
         num_removed_files: files removed.
         num_added_files: files added.
         revision_id: the revision the rewritten rows were indexed with.
-        num_deletion_vectors: files whose deleted rows were marked in a new deletion
-            vector instead of rewritten (tables with ``delta.enableDeletionVectors``).
+        num_deletion_vectors: files whose changed rows were marked in a new deletion
+            vector instead of rewritten (tables with ``delta.enableDeletionVectors``; an
+            update counts a file left without a live row, which is removed, here too).
     """
 
     version: int | None
@@ -264,8 +265,8 @@ def delete_rows(
 
 
 def writes_vectors(state: TableState) -> bool:
-    """Whether deletes mark rows in deletion vectors instead of rewriting files: Delta's
-    rule, the table property ``delta.enableDeletionVectors=true`` with the
+    """Whether row changes (delete, update, merge) mark rows in deletion vectors instead of
+    rewriting files: Delta's rule, the table property ``delta.enableDeletionVectors=true`` with the
     ``deletionVectors`` feature listed for readers and writers."""
     from qbeast_connect.rules.table_properties import ENABLE_DELETION_VECTORS, get_bool
 
