@@ -295,6 +295,50 @@ def rows_with_file(
     return tagged, log_path
 
 
+def _stored_schema(schema: StructType, configuration: Mapping[str, str] | None) -> StructType:
+    """The schema a table's files store: ``schema`` itself, or its physical names under
+    Delta column mapping."""
+    from pyspark.sql.types import StructType
+
+    from qbeast_connect.rules.column_mapping import column_mapping
+
+    mapping = column_mapping(configuration, schema)
+    return schema if mapping is None else StructType.fromJson(dict(mapping.physical_schema))
+
+
+def _spark_positions(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    configuration: Mapping[str, str] | None,
+) -> tuple[DataFrame, Callable[[str | None], str | None]] | None:
+    """Spark's read of every row ``files`` hold (deleted or not) under ``schema``'s names,
+    with each row's file (``_qbeast_file``) and position (``_qbeast_row``), and the function
+    turning a file name into its log path. None when positions
+    cannot be read: partition values (not in the files) or a reader other than Spark's."""
+    from pyspark.sql import functions as F
+
+    from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
+
+    if not files or reader_for(spark, root) != SPARK_READER or any(f[2] for f in files):
+        return None
+    stored = _stored_schema(schema, configuration)
+    located, log_path = _log_paths(root, files)
+    check_paths_on_driver(spark, root, len(located))
+    frame = _spark_parquet(spark, stored, located).select(
+        *_logical_columns(schema, stored),
+        F.col("_metadata.file_path").alias(FILE_COLUMN),
+        F.col("_metadata.row_index").alias(ROW_COLUMN),
+    )
+    return frame, log_path
+
+
+def _no_file(name: str | None) -> str | None:
+    """No log path for any name (a read without Spark-read files)."""
+    return None
+
+
 def rows_with_positions(
     spark: SparkSession,
     root: str,
@@ -311,29 +355,23 @@ def rows_with_positions(
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from qbeast_connect.rules.column_mapping import column_mapping
     from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
 
     if not files or reader_for(spark, root) != SPARK_READER or any(f[2] for f in files):
         return None
-    mapping = column_mapping(configuration, schema)
-    stored = schema if mapping is None else StructType.fromJson(dict(mapping.physical_schema))
-    located, spark_name = _log_paths(root, files)
-    check_paths_on_driver(spark, root, len(located))
-    columns = _logical_columns(schema, stored)
+    stored = _stored_schema(schema, configuration)
     frames = []
-    plain = [loc for loc, f in zip(located, files, strict=True) if not f[3]]
+    spark_name: Callable[[str | None], str | None] = _no_file
+    plain = [f for f in files if not f[3]]
     if plain:
-        frames.append(
-            _spark_parquet(spark, stored, plain).select(
-                *columns,
-                F.col("_metadata.file_path").alias(FILE_COLUMN),
-                F.col("_metadata.row_index").alias(ROW_COLUMN),
-            )
-        )
+        read = _spark_positions(spark, root, schema, plain, configuration)
+        assert read is not None  # the same checks as above
+        frame, spark_name = read
+        frames.append(frame)
     prefix = len(root.rstrip("/")) + 1
-    keys = {loc[prefix:]: f[0] for loc, f in zip(located, files, strict=True) if f[3]}
-    if keys:
+    marked = [(resolve_table_file(root, f[0])[prefix:], f) for f in files if f[3]]
+    keys = {key: f[0] for key, f in marked}
+    if marked:
         extended = StructType(
             [
                 *stored.fields,
@@ -341,14 +379,10 @@ def rows_with_positions(
                 StructField(ROW_COLUMN, LongType()),
             ]
         )
-        entries = [
-            (loc[prefix:], f[1], dict(f[2]), f[3])
-            for loc, f in zip(located, files, strict=True)
-            if f[3]
-        ]
+        entries = [(key, f[1], dict(f[2]), f[3]) for key, f in marked]
         frames.append(
             read_files(spark, root.rstrip("/"), extended, entries).select(
-                *columns, F.col(FILE_COLUMN), F.col(ROW_COLUMN)
+                *_logical_columns(schema, stored), F.col(FILE_COLUMN), F.col(ROW_COLUMN)
             )
         )
     frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
@@ -375,30 +409,22 @@ def matching_row_indexes(
     deletion vector lists. Files without such a row are absent. None when positions
     cannot be read: partition values (not in the files) or a reader other than Spark's."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
-    from qbeast_connect.rules.column_mapping import column_mapping
+    from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
 
-    if not files or reader_for(spark, root) != SPARK_READER or any(f[2] for f in files):
+    read = _spark_positions(spark, root, schema, files, configuration)
+    if read is None:
         return None
-    mapping = column_mapping(configuration, schema)
-    stored = schema if mapping is None else StructType.fromJson(dict(mapping.physical_schema))
-    located, log_path = _log_paths(root, files)
-    check_paths_on_driver(spark, root, len(located))
-    frame = _spark_parquet(spark, stored, located).select(
-        *_logical_columns(schema, stored),
-        F.col("_metadata.file_path").alias("__qbeast_file"),
-        F.col("_metadata.row_index").alias("__qbeast_row"),
-    )
+    frame, log_path = read
     rows = (
         frame.where(condition)
-        .groupBy("__qbeast_file")
-        .agg(F.sort_array(F.collect_list("__qbeast_row")).alias("rows"))
+        .groupBy(FILE_COLUMN)
+        .agg(F.sort_array(F.collect_list(ROW_COLUMN)).alias("rows"))
         .collect()
     )
     out: dict[str, list[int]] = {}
     for row in rows:
-        path = log_path(row["__qbeast_file"])
+        path = log_path(row[FILE_COLUMN])
         if path is None:
             return None
         out.setdefault(path, []).extend(int(r) for r in row["rows"])
