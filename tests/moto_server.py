@@ -30,12 +30,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: moto's server (as ``python -m moto.server`` runs it) with its conditional writes made
+#: atomic. moto checks ``If-None-Match: *`` and then stores the object without a lock, so
+#: under load two racing conditional PUTs of one key could both succeed, which S3 never
+#: allows (seen here: two winners in ``test_put_if_absent_race_threads``). Requests that
+#: carry the header are served one at a time; every other request stays concurrent.
+_SERVER = """
+import os, sys, threading
+from werkzeug.serving import run_simple
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication, MotoRequestHandler, create_backend_app,
+)
+host, port = sys.argv[1], int(sys.argv[2])
+os.environ.setdefault("MOTO_PORT", str(port))
+app = DomainDispatcherApplication(create_backend_app)
+conditional = threading.Lock()
+
+def serve(environ, start_response):
+    if "HTTP_IF_NONE_MATCH" not in environ:
+        return app(environ, start_response)
+    with conditional:
+        return list(app(environ, start_response))
+
+run_simple(host, port, serve, threaded=True, request_handler=MotoRequestHandler)
+"""
+
+
 @contextlib.contextmanager
 def moto_s3_server() -> Iterator[str]:
-    """Run ``python -m moto.server`` until the block ends; yields its URL."""
+    """Run moto's S3 server (:data:`_SERVER`) until the block ends; yields its URL."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-c", _SERVER, "127.0.0.1", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

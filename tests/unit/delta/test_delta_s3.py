@@ -1,6 +1,6 @@
 """Delta tables on S3: storage, commits, checkpoints and replay against a real S3 server.
 
-A moto standalone server (``python -m moto.server``) runs on a free 127.0.0.1 port for the
+A moto standalone server (``tests.moto_server``) runs on a free 127.0.0.1 port for the
 whole module and is stopped at the end; every test uses its own bucket. The server
 enforces ``If-None-Match: *`` on PutObject (checked first, below), so the races here are
 decided by the store exactly as on AWS S3.
