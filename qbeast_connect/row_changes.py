@@ -266,15 +266,13 @@ def delete_rows(
 
 def writes_vectors(state: TableState) -> bool:
     """Whether row changes (delete, update, merge) mark rows in deletion vectors instead of
-    rewriting files: Delta's rule, the table property ``delta.enableDeletionVectors=true`` with the
-    ``deletionVectors`` feature listed for readers and writers."""
-    from qbeast_connect.rules.table_properties import ENABLE_DELETION_VECTORS, get_bool
+    rewriting files (Delta's rule,
+    :func:`~qbeast_connect.rules.table_properties.deletion_vectors_on`)."""
+    from qbeast_connect.rules.table_properties import deletion_vectors_on
 
     protocol = state.protocol
-    return (
-        get_bool(state.configuration, ENABLE_DELETION_VECTORS)
-        and "deletionVectors" in (protocol.get("readerFeatures") or ())
-        and "deletionVectors" in (protocol.get("writerFeatures") or ())
+    return deletion_vectors_on(
+        state.configuration, protocol.get("readerFeatures"), protocol.get("writerFeatures")
     )
 
 

@@ -35,6 +35,7 @@ from qbeast_connect.exceptions import (
     UnsupportedProtocolError,
 )
 from qbeast_connect.plan_codec import decode_row_positions
+from qbeast_connect.rules.table_properties import deletion_vectors_on
 from server_plugin.delta.actions import AddFile, Txn
 from server_plugin.delta.committer import CommitOutcomeUnknownError, commit
 from server_plugin.delta.conflicts import TransactionReadSet
@@ -44,7 +45,7 @@ from server_plugin.delta.deletion_vectors import (
     write_deletion_vectors,
 )
 from server_plugin.delta.log_reader import read_snapshot
-from server_plugin.delta.properties import ENABLE_DELETION_VECTORS, get_bool
+from server_plugin.delta.properties import ENABLE_DELETION_VECTORS
 from server_plugin.delta.snapshot import DeltaSnapshot
 from server_plugin.delta.storage import Storage, storage_for
 
@@ -58,14 +59,11 @@ __all__ = [
 
 
 def writes_vectors(snapshot: DeltaSnapshot) -> bool:
-    """Whether deletes on this table write vectors: Delta's rule, the table property
-    ``delta.enableDeletionVectors=true`` and the ``deletionVectors`` feature listed for
-    readers and writers."""
+    """Whether row changes on this table write vectors (Delta's rule,
+    :func:`~qbeast_connect.rules.table_properties.deletion_vectors_on`)."""
     protocol = snapshot.protocol
-    return (
-        get_bool(snapshot.metadata.configuration, ENABLE_DELETION_VECTORS)
-        and "deletionVectors" in (protocol.reader_features or ())
-        and "deletionVectors" in (protocol.writer_features or ())
+    return deletion_vectors_on(
+        snapshot.metadata.configuration, protocol.reader_features, protocol.writer_features
     )
 
 

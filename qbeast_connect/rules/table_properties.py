@@ -8,7 +8,7 @@ and the Delta layer (``server_plugin.delta.properties``) reads them with the sam
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from qbeast_connect.exceptions import InvalidOptionError, UnsupportedProtocolError
 
@@ -26,6 +26,7 @@ __all__ = [
     "LOG_RETENTION_DEFAULT",
     "SET_TRANSACTION_RETENTION",
     "checked_table_properties",
+    "deletion_vectors_on",
     "get_bool",
     "get_int",
     "parse_interval_ms",
@@ -94,6 +95,21 @@ def get_bool(configuration: Mapping[str, str | None], key: str, default: bool = 
     if lowered in ("true", "false"):
         return lowered == "true"
     raise InvalidOptionError(f"table property {key}={value!r} must be 'true' or 'false'")
+
+
+def deletion_vectors_on(
+    configuration: Mapping[str, str | None],
+    reader_features: Iterable[str] | None,
+    writer_features: Iterable[str] | None,
+) -> bool:
+    """Whether row changes mark rows in deletion vectors instead of rewriting files
+    (Delta's rule): ``delta.enableDeletionVectors=true`` with the ``deletionVectors``
+    feature listed for readers and writers."""
+    return (
+        get_bool(configuration, ENABLE_DELETION_VECTORS)
+        and "deletionVectors" in (reader_features or ())
+        and "deletionVectors" in (writer_features or ())
+    )
 
 
 def get_int(configuration: Mapping[str, str | None], key: str, default: int) -> int:
