@@ -84,6 +84,9 @@ def _session(jars: str) -> Any:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "1")
         .config("spark.databricks.delta.snapshotPartitions", "1")
+        # VACUUM lists the table in as many tasks as this says (10,000 by default): two
+        # minutes of empty tasks on one core
+        .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "1")
         .config("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     )
     spark = builder.getOrCreate()

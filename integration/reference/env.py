@@ -174,11 +174,12 @@ class ReferenceError(RuntimeError):
 class ReferenceEngine:
     """A long-lived ``driver.py`` on Spark 3.5 + Delta 3.1: one JVM for many commands."""
 
-    def __init__(self, *, start_timeout: float = 240.0) -> None:
+    def __init__(self, *, start_timeout: float = 240.0, argv: list[str] | None = None) -> None:
         """Start the driver; its JVM boots while the caller goes on (the first command,
-        or :attr:`info`, waits for it)."""
-        python = venv_python()
-        jars = reference_jars()
+        or :attr:`info`, waits for it). ``argv`` replaces the driver's command line (tests
+        of this class run a small script that speaks the same protocol)."""
+        if argv is None:
+            argv = [str(venv_python()), str(DRIVER_PATH), ",".join(reference_jars())]
         self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
             prefix="qbeast-reference-", suffix=".log", delete=False
         )
@@ -189,7 +190,7 @@ class ReferenceEngine:
             "PYTHONPATH": "",
         }
         self.proc = subprocess.Popen(
-            [str(python), str(DRIVER_PATH), ",".join(jars)],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -199,6 +200,7 @@ class ReferenceEngine:
         self._buffer = b""
         self._start_timeout = start_timeout
         self._info: dict[str, Any] | None = None
+        self._lost: str | None = None  # why the driver was stopped, once it was
 
     @property
     def info(self) -> dict[str, Any]:
@@ -215,6 +217,8 @@ class ReferenceEngine:
     def call(self, command: dict[str, Any], *, timeout: float = 180.0) -> Any:
         """Send one command; return its ``result`` (raises :class:`ReferenceError`)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        if self._lost is not None:
+            raise ReferenceError(f"the reference driver was stopped after {self._lost}")
         if self._info is None and command["op"] != "ping":
             self.info  # noqa: B018 - the JVM's start has a deadline of its own
         try:
@@ -227,10 +231,12 @@ class ReferenceEngine:
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ReferenceError(
-                    f"the reference driver gave no answer to {command['op']} within "
-                    f"{timeout:.0f} s:\n{self._log_tail()}"
-                )
+                # the answer may still come, and would be taken for the next command's:
+                # the driver is stopped, and every later command fails with this reason
+                self._lost = f"no answer to {command['op']} within {timeout:.0f} s"
+                self.proc.kill()
+                self.proc.wait()
+                raise ReferenceError(f"the reference driver gave {self._lost}:\n{self._log_tail()}")
             ready, _, _ = select.select([fd], [], [], left)
             if ready:
                 chunk = os.read(fd, 1 << 20)
