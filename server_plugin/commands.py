@@ -51,8 +51,33 @@ def run_command(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         from server_plugin.row_deletes import delete_with_vectors
 
         yield from delete_with_vectors(command)
+    elif name == "vector_bitmaps":
+        yield from vector_bitmaps(command)
     else:
-        raise InvalidOptionError(f"unknown command {name!r}: use convert, vacuum or delete_vectors")
+        raise InvalidOptionError(
+            f"unknown command {name!r}: use convert, vacuum, delete_vectors or vector_bitmaps"
+        )
+
+
+def vector_bitmaps(command: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """The rows each deletion vector of ``vectors`` (the ``add``'s JSON objects, of the table
+    at ``path``) deletes, as :func:`~server_plugin.delta.deletion_vectors.row_bitmap` gives
+    them: one ``result`` row per vector, in order, with ``first``, ``last`` and ``words``
+    (base64)."""
+    import base64
+
+    from server_plugin.delta.deletion_vectors import (
+        DeletionVectorDescriptor,
+        read_deletion_vector,
+        row_bitmap,
+    )
+
+    storage = storage_for(str(command["path"]), command.get("storageOptions"))
+    for vector in command["vectors"]:
+        rows = read_deletion_vector(storage, DeletionVectorDescriptor.from_json(vector))
+        first, last, words = row_bitmap(rows)
+        payload = {"first": first, "last": last, "words": base64.b64encode(words).decode()}
+        yield ("result", json.dumps(payload))
 
 
 def _qbeast_configuration(command: Mapping[str, Any], columns: list[str]) -> dict[str, str]:

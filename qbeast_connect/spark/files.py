@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file, spark_literal_path
 from qbeast_connect.rules.partition_values import HIVE_DEFAULT_PARTITION
+from qbeast_connect.spark.scan_metadata import file_metadata
 from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
@@ -227,23 +228,47 @@ def _read_table_files(
 ) -> DataFrame:
     """:func:`read_table_files` of files whose column names are ``schema``'s."""
     located = [resolve_table_file(root, f[0]) for f in files]
-    vectors = [f[3] for f in files]
-    if reader_for(spark, root) == SPARK_READER and not all(vectors):
-        whole = [i for i, v in enumerate(vectors) if not v]
-        frame = _spark_read(
-            spark, root, schema, [located[i] for i in whole], [files[i] for i in whole]
+    if reader_for(spark, root) != SPARK_READER:
+        # an object store the server's Spark cannot open: the plugin reads
+        return _plugin_read(spark, root, schema, located, files)
+    whole = [i for i, f in enumerate(files) if not f[3]]
+    frames = []
+    if whole:
+        frames.append(
+            _spark_read(spark, root, schema, [located[i] for i in whole], [files[i] for i in whole])
         )
-        if len(whole) == len(files):
+    rest = [i for i, f in enumerate(files) if f[3]]
+    if rest:
+        frames.append(_read_with_vectors(spark, root, schema, located, files, rest))
+    return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+
+def _read_with_vectors(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    located: Sequence[str],
+    files: Sequence[TableFile],
+    chosen: Sequence[int],
+) -> DataFrame:
+    """The files ``chosen`` (indexes into ``located``/``files``, each with a deletion
+    vector) without their deleted rows: Spark reads them (:mod:`.vector_reads`) when they
+    have no partition values, else the plugin does."""
+    from qbeast_connect.spark.vector_reads import read_with_vectors
+
+    paths = [located[i] for i in chosen]
+    marked = [files[i] for i in chosen]
+    if not any(f[2] for f in marked):
+        check_paths_on_driver(spark, root, len(paths))
+
+        def scan_of(some: Sequence[str]) -> DataFrame:
+            return _spark_parquet(spark, schema, some)
+
+        vectors = [f[3] or {} for f in marked]
+        frame = read_with_vectors(spark, root.rstrip("/"), schema, scan_of, paths, vectors)
+        if frame is not None:
             return frame
-        # files with deletion vectors: the plugin reads them and leaves the deleted rows out
-        rest = [i for i, v in enumerate(vectors) if v]
-        deleted = _plugin_read(
-            spark, root, schema, [located[i] for i in rest], [files[i] for i in rest]
-        )
-        return frame.unionByName(deleted)
-    # an object store the server's Spark cannot open, or every file has deleted rows:
-    # the plugin reads
-    return _plugin_read(spark, root, schema, located, files)
+    return _plugin_read(spark, root, schema, paths, marked)
 
 
 def _log_paths(
@@ -282,7 +307,6 @@ def rows_with_file(
     path (None for a name that is no file of ``files``). None when rows cannot be told
     apart by file: a file with a deletion vector or partition values, or a reader other
     than Spark's (the caller then treats every file as concerned)."""
-    from pyspark.sql import functions as F
 
     if not files or reader_for(spark, root) != SPARK_READER:
         return None
@@ -291,7 +315,7 @@ def rows_with_file(
     located, log_path = _log_paths(root, files)
     check_paths_on_driver(spark, root, len(located))
     frame = _spark_parquet(spark, schema, located)
-    tagged = frame.select("*", F.col("_metadata.file_path").alias(column))
+    tagged = frame.select("*", file_metadata(frame, "file_path").alias(column))
     return tagged, log_path
 
 
@@ -317,7 +341,6 @@ def _spark_positions(
     with each row's file (``_qbeast_file``) and position (``_qbeast_row``), and the function
     turning a file name into its log path. None when positions
     cannot be read: partition values (not in the files) or a reader other than Spark's."""
-    from pyspark.sql import functions as F
 
     from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
 
@@ -326,10 +349,11 @@ def _spark_positions(
     stored = _stored_schema(schema, configuration)
     located, log_path = _log_paths(root, files)
     check_paths_on_driver(spark, root, len(located))
-    frame = _spark_parquet(spark, stored, located).select(
+    scan = _spark_parquet(spark, stored, located)
+    frame = scan.select(
         *_logical_columns(schema, stored),
-        F.col("_metadata.file_path").alias(FILE_COLUMN),
-        F.col("_metadata.row_index").alias(ROW_COLUMN),
+        file_metadata(scan, "file_path").alias(FILE_COLUMN),
+        file_metadata(scan, "row_index").alias(ROW_COLUMN),
     )
     return frame, log_path
 
@@ -348,10 +372,11 @@ def rows_with_positions(
 ) -> tuple[DataFrame, Callable[[str | None], str | None]] | None:
     """The live rows of ``files`` with two more columns, ``_qbeast_file`` (a name of the
     row's file) and ``_qbeast_row`` (its position in the file, as a deletion vector lists
-    it), and the function turning such a name into the file's log path. Files without a
-    deletion vector are read by Spark (``_metadata``), files with one by the plugin, which
-    leaves out their deleted rows. None when positions cannot be read: partition values or
-    a reader other than Spark's."""
+    it), and the function turning such a name into the file's log path. Spark reads the
+    files (``_metadata``), leaving out the rows deletion vectors delete
+    (:mod:`.vector_reads`); where it cannot match its names to the files with vectors, the
+    plugin reads those. None when positions cannot be read: partition values or a reader
+    other than Spark's."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -371,6 +396,12 @@ def rows_with_positions(
     prefix = len(root.rstrip("/")) + 1
     marked = [(resolve_table_file(root, f[0])[prefix:], f) for f in files if f[3]]
     keys = {key: f[0] for key, f in marked}
+    read_marked = _spark_positions_with_vectors(spark, root, schema, [f for _, f in marked], stored)
+    if read_marked is not None:
+        frame, marked_name = read_marked
+        frames.append(frame)
+        marked, keys = [], {}
+        spark_name = _either(spark_name, marked_name)
     if marked:
         extended = StructType(
             [
@@ -393,6 +424,46 @@ def rows_with_positions(
         return keys.get(name) or spark_name(name)
 
     return frame, log_path
+
+
+def _either(
+    first: Callable[[str | None], str | None], second: Callable[[str | None], str | None]
+) -> Callable[[str | None], str | None]:
+    """The log path ``first`` gives a name, else the one ``second`` gives."""
+    return lambda name: first(name) or second(name)
+
+
+def _spark_positions_with_vectors(
+    spark: SparkSession,
+    root: str,
+    schema: StructType,
+    files: Sequence[TableFile],
+    stored: StructType,
+) -> tuple[DataFrame, Callable[[str | None], str | None]] | None:
+    """Spark's read (:mod:`.vector_reads`) of the live rows of ``files`` (each with a
+    deletion vector; ``stored`` the names the files store) under ``schema``'s names, with
+    ``_qbeast_file`` and ``_qbeast_row``, and the function turning a file name into its log
+    path. None when Spark cannot read them so."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.spark.vector_reads import read_with_vectors
+    from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
+
+    if not files:
+        return None
+    located, log_path = _log_paths(root, files)
+    check_paths_on_driver(spark, root, len(located))
+
+    def scan_of(some: Sequence[str]) -> DataFrame:
+        return _spark_parquet(spark, stored, some)
+
+    vectors = [f[3] or {} for f in files]
+    positions = (FILE_COLUMN, ROW_COLUMN)
+    read = read_with_vectors(spark, root.rstrip("/"), stored, scan_of, located, vectors, positions)
+    if read is None:
+        return None
+    columns = [*_logical_columns(schema, stored), F.col(FILE_COLUMN), F.col(ROW_COLUMN)]
+    return read.select(*columns), log_path
 
 
 def matching_row_indexes(

@@ -473,6 +473,22 @@ def _decode_roaring32(reader: _Reader) -> npt.NDArray[np.uint32]:
 _MAX_HIGH_KEY = 255
 
 
+def row_bitmap(rows: npt.NDArray[np.uint64]) -> tuple[int, int, bytes]:
+    """The deleted rows ``rows`` (sorted) as a flat bitmap for a lookup in Spark: the first
+    and the last row, and the little-endian 64-bit words between them, bit ``r - first``
+    (word ``(r - first) // 64``, bit ``(r - first) % 64``) set for each row ``r``. No
+    rows: first 0, last -1, no words."""
+    if not len(rows):
+        return 0, -1, b""
+    first, last = int(rows[0]), int(rows[-1])
+    offsets = (rows - np.uint64(first)).astype(np.int64)
+    words = np.zeros((last - first) // 64 + 1, dtype="<u8")
+    np.bitwise_or.at(
+        words, offsets // 64, np.left_shift(np.uint64(1), (offsets % 64).astype(np.uint64))
+    )
+    return first, last, words.tobytes()
+
+
 def encode_bitmap(rows: npt.ArrayLike) -> bytes:
     """Serialize row indexes as Delta stores them: the magic number, then a portable
     RoaringBitmapArray with one 32-bit bitmap per high key from 0 up to the largest (as
