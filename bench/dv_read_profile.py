@@ -27,6 +27,11 @@ Variants (all but ``nodv_bound`` and ``python_source_only`` give Delta's answer)
   string), broadcast anti-join against the Python source's keys;
 * ``antijoin_long_cached``: the same against the keys ``localCheckpoint``-ed once (no
   Python in the query);
+* ``scalar_per_file``: as ``bitmap_filter``, the bitmap a scalar subquery of a one-row
+  local relation (``DataFrame.scalar()``) instead of a literal.
+* ``join_path``: one scan of the files with a vector, broadcast-joined on
+  ``_metadata.file_path`` (Spark's own spelling, asked once) to (path, first, last,
+  bitmap) rows; the files without one read as they are.
 * ``bitmap_filter``: one Spark scan per file, filtered by the file's vector as a literal
   ``array<bigint>`` bitmap (``bit_get(element_at(...))`` on ``_metadata.row_index``): no
   join, no Python in the query. The vectors are decoded in this process with the plugin's
@@ -220,6 +225,82 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
             frames.append(frame)
         return union(frames)
 
+    decoded = {f: deleted_rows(storage, v) for f, v in files if v}
+
+    def words(deleted: Any) -> tuple[int, int, Any]:
+        """First and last deleted row and the bitmap words between them."""
+        import numpy as np
+
+        lo, hi = int(deleted[0]), int(deleted[-1])
+        offsets = (deleted - np.uint64(lo)).astype(np.int64)
+        bitmap = np.zeros((hi - lo) // 64 + 1, dtype=np.uint64)
+        np.bitwise_or.at(
+            bitmap, offsets // 64, np.left_shift(np.uint64(1), (offsets % 64).astype(np.uint64))
+        )
+        return lo, hi, bitmap.view(np.int64)
+
+    def keep(row: Any, lo: Any, hi: Any, bitmap: Any) -> Any:
+        offset = row - lo
+        word = F.element_at(bitmap, F.shiftright(offset, 6).cast("int") + 1)
+        bit = F.bit_get(word, offset.bitwiseAND(F.lit(63)).cast("int"))
+        return (row < lo) | (row > hi) | (bit == 0)
+
+    def scalar_per_file() -> Any:
+        import pyarrow as pa
+
+        frames = []
+        for f, v in files:
+            frame = scan(f)
+            if v:
+                lo, hi, bitmap = words(decoded[f])
+                one = pa.table({"w": pa.array([bitmap], pa.list_(pa.int64()))})
+                carried = spark.createDataFrame(one).scalar()
+                frame = frame.where(
+                    keep(F.col("_metadata.row_index"), F.lit(lo), F.lit(hi), carried)
+                )
+            frames.append(frame)
+        return union(frames)
+
+    marked = [f for f, v in files if v]
+    spelled = [
+        r[0]
+        for r in spark.read.schema(schema)
+        .parquet(*marked)
+        .select("_metadata.file_path")
+        .distinct()
+        .collect()
+    ]
+    by_base = {name.rsplit("/", 1)[1]: name for name in spelled}
+
+    def join_path() -> Any:
+        import pyarrow as pa
+
+        bitmaps = [words(decoded[f]) for f in marked]
+        right = spark.createDataFrame(
+            pa.table(
+                {
+                    "__p": [by_base[f.rsplit("/", 1)[1]] for f in marked],
+                    "__lo": [b[0] for b in bitmaps],
+                    "__hi": [b[1] for b in bitmaps],
+                    "__w": pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),
+                }
+            )
+        )
+        left = (
+            spark.read.schema(schema)
+            .parquet(*marked)
+            .select(
+                "*",
+                F.col("_metadata.file_path").alias("__f"),
+                F.col("_metadata.row_index").alias("__r"),
+            )
+        )
+        joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
+        kept = joined.where(keep(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
+        frame = kept.select(*schema.names)
+        plain = [f for f, v in files if not v]
+        return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
+
     return {
         "rewritten": lambda: qc.QbeastTable.forPath(spark, paths["rewritten"]).toDF(),
         "current": lambda: qc.QbeastTable.forPath(spark, paths["vectors"]).toDF(),
@@ -231,6 +312,8 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         "antijoin_long": lambda: antijoin_long(keys()),
         "antijoin_long_cached": lambda: antijoin_long(cached),
         "bitmap_filter": bitmap_filter,
+        "scalar_per_file": scalar_per_file,
+        "join_path": join_path,
     }
 
 
