@@ -57,21 +57,26 @@ def _files(count: int) -> list[str]:
     return names
 
 
-def _bitmap(rows: int, rng: Any) -> tuple[int, int, Any]:
-    """First and last deleted row of a file and the 64-bit words between them."""
+def bitmap_words(deleted: Any) -> tuple[int, int, Any]:
+    """First and last of the sorted ``deleted`` rows and the 64-bit words between them
+    (the plugin's :func:`~server_plugin.delta.deletion_vectors.row_bitmap`), as int64."""
     import numpy as np
 
-    deleted = np.sort(rng.choice(rows, rows // 10, replace=False)).astype(np.int64)
-    lo, hi = int(deleted[0]), int(deleted[-1])
-    offsets = deleted - lo
-    words = np.zeros((hi - lo) // 64 + 1, dtype=np.uint64)
-    np.bitwise_or.at(
-        words, offsets // 64, np.left_shift(np.uint64(1), (offsets % 64).astype(np.uint64))
-    )
-    return lo, hi, words.view(np.int64)
+    from server_plugin.delta.deletion_vectors import row_bitmap
+
+    lo, hi, words = row_bitmap(np.asarray(deleted, dtype=np.uint64))
+    return lo, hi, np.frombuffer(words, dtype="<i8")
 
 
-def _keep(row: Any, lo: Any, hi: Any, words: Any) -> Any:
+def _bitmap(rows: int, rng: Any) -> tuple[int, int, Any]:
+    """10% of a file's ``rows`` deleted at random, as :func:`bitmap_words`."""
+    import numpy as np
+
+    return bitmap_words(np.sort(rng.choice(rows, rows // 10, replace=False)))
+
+
+def keep_row(row: Any, lo: Any, hi: Any, words: Any) -> Any:
+    """TRUE unless bit ``row - lo`` of ``words`` is set (rows outside [lo, hi] are kept)."""
     from pyspark.sql import functions as F
 
     offset = row - lo
@@ -104,7 +109,7 @@ def variants(spark: Any, files: list[str], tiny: str) -> dict[str, Callable[[], 
         frames = [
             spark.read.schema(SCHEMA)
             .parquet(path)
-            .where(_keep(row, F.lit(lo), F.lit(hi), bitmap_column(words)))
+            .where(keep_row(row, F.lit(lo), F.lit(hi), bitmap_column(words)))
             for path, (lo, hi, words) in zip(paths, bitmaps, strict=False)
         ]
         return functools.reduce(lambda x, y: x.union(y), frames)
@@ -124,7 +129,7 @@ def variants(spark: Any, files: list[str], tiny: str) -> dict[str, Callable[[], 
     def join() -> Any:
         tagged = scanned.select("*", F.col("_metadata.file_path").alias("__f"), row.alias("__r"))
         joined = tagged.join(F.broadcast(spark.createDataFrame(keys)), F.col("__f") == F.col("__p"))
-        return joined.where(_keep(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
+        return joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
 
     def agg(frame: Callable[[], Any]) -> Callable[[], Any]:
         return lambda: tuple(frame().agg(F.sum("a"), F.count("*")).collect()[0])

@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench.common import BENCH_DIR, lineitem, lineitem_totals, load_average, machine, save_report
+from bench.dv_filter_plans import bitmap_words, keep_row
 from bench.dv_read_bench import delete_into_delta_table
 
 
@@ -126,7 +127,6 @@ def keys_source() -> Any:
 def bitmap_keep(row_index: Any, deleted: Any) -> Any:
     """A Column TRUE for the rows whose ``row_index`` is not in ``deleted`` (sorted): a
     bitmap of the range [first, last] deleted row as one ``array<bigint>`` literal."""
-    import numpy as np
     from pyspark.sql import functions as F
     from pyspark.sql.connect.column import Column as ConnectColumn
     from pyspark.sql.connect.expressions import LiteralExpression
@@ -134,20 +134,10 @@ def bitmap_keep(row_index: Any, deleted: Any) -> Any:
 
     if not len(deleted):
         return F.lit(True)
-    lo, hi = int(deleted[0]), int(deleted[-1])
-    offsets = (deleted - np.uint64(lo)).astype(np.int64)
-    words = np.zeros((hi - lo) // 64 + 1, dtype=np.uint64)
-    np.bitwise_or.at(
-        words, offsets // 64, np.left_shift(np.uint64(1), (offsets % 64).astype(np.uint64))
-    )
+    lo, hi, words = bitmap_words(deleted)
     # one literal (F.lit of a list is an array() of one literal per element)
-    bitmap = ConnectColumn(
-        LiteralExpression(words.view(np.int64).tolist(), ArrayType(LongType(), False))
-    )
-    offset = row_index - F.lit(lo)
-    word = F.element_at(bitmap, F.shiftright(offset, 6).cast("int") + 1)
-    bit = F.bit_get(word, offset.bitwiseAND(F.lit(63)).cast("int"))
-    return (row_index < lo) | (row_index > hi) | (bit == 0)
+    bitmap = ConnectColumn(LiteralExpression(words.tolist(), ArrayType(LongType(), False)))
+    return keep_row(row_index, F.lit(lo), F.lit(hi), bitmap)
 
 
 def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
@@ -227,24 +217,6 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
 
     decoded = {f: deleted_rows(storage, v) for f, v in files if v}
 
-    def words(deleted: Any) -> tuple[int, int, Any]:
-        """First and last deleted row and the bitmap words between them."""
-        import numpy as np
-
-        lo, hi = int(deleted[0]), int(deleted[-1])
-        offsets = (deleted - np.uint64(lo)).astype(np.int64)
-        bitmap = np.zeros((hi - lo) // 64 + 1, dtype=np.uint64)
-        np.bitwise_or.at(
-            bitmap, offsets // 64, np.left_shift(np.uint64(1), (offsets % 64).astype(np.uint64))
-        )
-        return lo, hi, bitmap.view(np.int64)
-
-    def keep(row: Any, lo: Any, hi: Any, bitmap: Any) -> Any:
-        offset = row - lo
-        word = F.element_at(bitmap, F.shiftright(offset, 6).cast("int") + 1)
-        bit = F.bit_get(word, offset.bitwiseAND(F.lit(63)).cast("int"))
-        return (row < lo) | (row > hi) | (bit == 0)
-
     def scalar_per_file() -> Any:
         import pyarrow as pa
 
@@ -252,11 +224,11 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         for f, v in files:
             frame = scan(f)
             if v:
-                lo, hi, bitmap = words(decoded[f])
+                lo, hi, bitmap = bitmap_words(decoded[f])
                 one = pa.table({"w": pa.array([bitmap], pa.list_(pa.int64()))})
                 carried = spark.createDataFrame(one).scalar()
                 frame = frame.where(
-                    keep(F.col("_metadata.row_index"), F.lit(lo), F.lit(hi), carried)
+                    keep_row(F.col("_metadata.row_index"), F.lit(lo), F.lit(hi), carried)
                 )
             frames.append(frame)
         return union(frames)
@@ -275,7 +247,7 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
     def join_path() -> Any:
         import pyarrow as pa
 
-        bitmaps = [words(decoded[f]) for f in marked]
+        bitmaps = [bitmap_words(decoded[f]) for f in marked]
         right = spark.createDataFrame(
             pa.table(
                 {
@@ -296,7 +268,7 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
             )
         )
         joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
-        kept = joined.where(keep(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
+        kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
         frame = kept.select(*schema.names)
         plain = [f for f, v in files if not v]
         return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
