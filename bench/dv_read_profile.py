@@ -32,6 +32,8 @@ Variants (all but ``nodv_bound`` and ``python_source_only`` give Delta's answer)
 * ``join_path``: one scan of the files with a vector, broadcast-joined on
   ``_metadata.file_path`` (Spark's own spelling, asked once) to (path, first, last,
   bitmap) rows; the files without one read as they are.
+* ``join_path_scalar``: as ``join_path`` with only longs joined: the words of every file
+  concatenated in one scalar subquery, each file's offset into them joined.
 * ``bitmap_filter``: one Spark scan per file, filtered by the file's vector as a literal
   ``array<bigint>`` bitmap (``bit_get(element_at(...))`` on ``_metadata.row_index``): no
   join, no Python in the query. The vectors are decoded in this process with the plugin's
@@ -273,6 +275,46 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         plain = [f for f, v in files if not v]
         return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
 
+    def join_path_scalar() -> Any:
+        """``join_path`` with only longs in the joined relation: every file's words
+        concatenated into one array, a scalar subquery, and each file's offset into it."""
+        import numpy as np
+        import pyarrow as pa
+
+        bitmaps = [bitmap_words(decoded[f]) for f in marked]
+        starts = np.cumsum([0] + [len(b[2]) for b in bitmaps])[:-1]
+        every = np.concatenate([b[2] for b in bitmaps])
+        carried = spark.createDataFrame(
+            pa.table({"w": pa.array([every], pa.list_(pa.int64()))})
+        ).scalar()
+        right = spark.createDataFrame(
+            pa.table(
+                {
+                    "__p": [by_base[f.rsplit("/", 1)[1]] for f in marked],
+                    # row r's bit is bit (r - lo + 64 * start) of the concatenated words
+                    "__base": [b[0] - 64 * int(s) for b, s in zip(bitmaps, starts, strict=True)],
+                    "__lo": [b[0] for b in bitmaps],
+                    "__hi": [b[1] for b in bitmaps],
+                }
+            )
+        )
+        left = (
+            spark.read.schema(schema)
+            .parquet(*marked)
+            .select(
+                "*",
+                F.col("_metadata.file_path").alias("__f"),
+                F.col("_metadata.row_index").alias("__r"),
+            )
+        )
+        joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
+        row = F.col("__r")
+        inside = (row >= F.col("__lo")) & (row <= F.col("__hi"))
+        kept = joined.where(~inside | keep_row(row, F.col("__base"), F.lit(2**62), carried))
+        frame = kept.select(*schema.names)
+        plain = [f for f, v in files if not v]
+        return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
+
     return {
         "rewritten": lambda: qc.QbeastTable.forPath(spark, paths["rewritten"]).toDF(),
         "current": lambda: qc.QbeastTable.forPath(spark, paths["vectors"]).toDF(),
@@ -286,6 +328,7 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         "bitmap_filter": bitmap_filter,
         "scalar_per_file": scalar_per_file,
         "join_path": join_path,
+        "join_path_scalar": join_path_scalar,
     }
 
 
