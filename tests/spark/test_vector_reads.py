@@ -115,6 +115,23 @@ def test_a_data_column_named_metadata_hides_no_file_metadata(spark: Any, tmp_pat
     assert got == [(i, 2 * i + (i % 3 == 1)) for i in range(800) if i % 3 != 0]
 
 
+def test_a_rewriting_delete_on_a_table_with_a_metadata_column(spark: Any, tmp_path: Path) -> None:
+    # without vectors a delete counts matching rows per file (rows_with_file), through
+    # the same file metadata
+    path = str(tmp_path / "metadata_column_rewrite")
+    rows = _rows(spark, 0, 900).selectExpr("*", "id * 2 as _metadata")
+    qc.write(rows, path, columnsToIndex="x,d", cubeSize=300)
+    before = set(live_adds(path))
+    result = qc.QbeastTable.forPath(spark, path).delete("x < 200 AND id % 4 = 0")
+    assert set(live_adds(path)) != before  # files were rewritten, not marked
+    assert not any(a.get("deletionVector") for a in live_adds(path).values())
+    gone = {i for i in range(900) if (i * 7919) % 10007 / 10.0 < 200 and i % 4 == 0}
+    assert result.num_deleted_rows == len(gone)
+    frame = qc.QbeastTable.forPath(spark, path).toDF()
+    got = sorted((r["id"], r["_metadata"]) for r in frame.select("id", "_metadata").collect())
+    assert got == [(i, 2 * i) for i in range(900) if i not in gone]
+
+
 def test_a_row_of_a_file_without_a_bitmap_fails_the_read(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "unmatched")
     _vector_table(spark, path)
