@@ -246,6 +246,24 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
     ]
     by_base = {name.rsplit("/", 1)[1]: name for name in spelled}
 
+    def joined_to(right: Any) -> Any:
+        """The files with a vector, with each row's file and position, joined to ``right``
+        (one row per file, ``__p`` its path as Spark spells it)."""
+        left = (
+            spark.read.schema(schema)
+            .parquet(*marked)
+            .select(
+                "*",
+                F.col("_metadata.file_path").alias("__f"),
+                F.col("_metadata.row_index").alias("__r"),
+            )
+        )
+        return left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
+
+    def with_plain(frame: Any) -> Any:
+        plain = [f for f, v in files if not v]
+        return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
+
     def join_path() -> Any:
         import pyarrow as pa
 
@@ -260,20 +278,9 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
                 }
             )
         )
-        left = (
-            spark.read.schema(schema)
-            .parquet(*marked)
-            .select(
-                "*",
-                F.col("_metadata.file_path").alias("__f"),
-                F.col("_metadata.row_index").alias("__r"),
-            )
-        )
-        joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
+        joined = joined_to(right)
         kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
-        frame = kept.select(*schema.names)
-        plain = [f for f, v in files if not v]
-        return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
+        return with_plain(kept.select(*schema.names))
 
     def join_path_scalar() -> Any:
         """``join_path`` with only longs in the joined relation: every file's words
@@ -298,22 +305,11 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
                 }
             )
         )
-        left = (
-            spark.read.schema(schema)
-            .parquet(*marked)
-            .select(
-                "*",
-                F.col("_metadata.file_path").alias("__f"),
-                F.col("_metadata.row_index").alias("__r"),
-            )
-        )
-        joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
+        joined = joined_to(right)
         row = F.col("__r")
         inside = (row >= F.col("__lo")) & (row <= F.col("__hi"))
         kept = joined.where(~inside | keep_row(row, F.col("__base"), F.lit(2**62), carried))
-        frame = kept.select(*schema.names)
-        plain = [f for f, v in files if not v]
-        return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
+        return with_plain(kept.select(*schema.names))
 
     return {
         "rewritten": lambda: qc.QbeastTable.forPath(spark, paths["rewritten"]).toDF(),
