@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.paths import resolve_table_file, spark_literal_path
 from qbeast_connect.rules.partition_values import HIVE_DEFAULT_PARTITION
-from qbeast_connect.spark.scan_metadata import file_metadata
+from qbeast_connect.spark.scan_metadata import file_metadata, spark_file_key
 from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
@@ -254,21 +254,34 @@ def _read_with_vectors(
     """The files ``chosen`` (indexes into ``located``/``files``, each with a deletion
     vector) without their deleted rows: Spark reads them (:mod:`.vector_reads`) when they
     have no partition values, else the plugin does."""
-    from qbeast_connect.spark.vector_reads import read_with_vectors
-
     paths = [located[i] for i in chosen]
     marked = [files[i] for i in chosen]
     if not any(f[2] for f in marked):
-        check_paths_on_driver(spark, root, len(paths))
-
-        def scan_of(some: Sequence[str]) -> DataFrame:
-            return _spark_parquet(spark, schema, some)
-
-        vectors = [f[3] or {} for f in marked]
-        frame = read_with_vectors(spark, root.rstrip("/"), schema, scan_of, paths, vectors)
+        frame = _spark_read_with_vectors(spark, root, schema, paths, marked)
         if frame is not None:
             return frame
     return _plugin_read(spark, root, schema, paths, marked)
+
+
+def _spark_read_with_vectors(
+    spark: SparkSession,
+    root: str,
+    stored: StructType,
+    located: Sequence[str],
+    files: Sequence[TableFile],
+    positions: tuple[str, str] | None = None,
+) -> DataFrame | None:
+    """:func:`~.vector_reads.read_with_vectors` of ``files`` (each with a deletion vector,
+    no partition values) at ``located``, under ``stored`` (the names the files store)."""
+    from qbeast_connect.spark.vector_reads import read_with_vectors
+
+    check_paths_on_driver(spark, root, len(located))
+
+    def scan_of(some: Sequence[str]) -> DataFrame:
+        return _spark_parquet(spark, stored, some)
+
+    vectors = [f[3] or {} for f in files]
+    return read_with_vectors(spark, root.rstrip("/"), stored, scan_of, located, vectors, positions)
 
 
 def _log_paths(
@@ -277,20 +290,13 @@ def _log_paths(
     """The locations of ``files`` as Spark is given them, and the function turning a name
     Spark reports (``_metadata.file_path``) into the file's log path (None for a name that
     is no file of ``files``)."""
-    from urllib.parse import unquote, urlparse
-
     located = [resolve_table_file(root, f[0]) for f in files]
-
-    def key(location: str) -> str:
-        parsed = urlparse(location)
-        return unquote(parsed.path) if parsed.scheme else location
-
     by_key: dict[str, str] = {}
     for logged, location in zip((f[0] for f in files), located, strict=True):
-        by_key.setdefault(key(location), logged)
+        by_key.setdefault(spark_file_key(location), logged)
 
     def log_path(name: str | None) -> str | None:
-        return None if name is None else by_key.get(key(name))
+        return None if name is None else by_key.get(spark_file_key(name))
 
     return located, log_path
 
@@ -446,20 +452,13 @@ def _spark_positions_with_vectors(
     path. None when Spark cannot read them so."""
     from pyspark.sql import functions as F
 
-    from qbeast_connect.spark.vector_reads import read_with_vectors
     from server_plugin.parquet_reader import FILE_COLUMN, ROW_COLUMN
 
     if not files:
         return None
     located, log_path = _log_paths(root, files)
-    check_paths_on_driver(spark, root, len(located))
-
-    def scan_of(some: Sequence[str]) -> DataFrame:
-        return _spark_parquet(spark, stored, some)
-
-    vectors = [f[3] or {} for f in files]
     positions = (FILE_COLUMN, ROW_COLUMN)
-    read = read_with_vectors(spark, root.rstrip("/"), stored, scan_of, located, vectors, positions)
+    read = _spark_read_with_vectors(spark, root, stored, located, files, positions)
     if read is None:
         return None
     columns = [*_logical_columns(schema, stored), F.col(FILE_COLUMN), F.col(ROW_COLUMN)]

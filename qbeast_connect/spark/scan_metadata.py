@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["file_metadata"]
+__all__ = ["file_metadata", "spark_file_key"]
 
 
 def file_metadata(scan: DataFrame, field: str) -> Any:
@@ -18,3 +18,12 @@ def file_metadata(scan: DataFrame, field: str) -> Any:
     named ``_metadata`` does not hide it (``F.col("_metadata.row_index")`` would resolve
     to that column, and fail)."""
     return scan.metadataColumn("_metadata").getField(field)
+
+
+def spark_file_key(location: str) -> str:
+    """A file's location reduced to what Spark's spellings of it share: the path of a URI,
+    percent-decoded (Spark gives ``file:/a%20b`` for ``/a b``), or the location itself."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(location)
+    return unquote(parsed.path) if parsed.scheme else location

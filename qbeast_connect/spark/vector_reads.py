@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from qbeast_connect.exceptions import PluginVersionMismatchError
 from qbeast_connect.spark.errors import translate_errors
 from qbeast_connect.spark.formats import COMMAND_FORMAT
-from qbeast_connect.spark.scan_metadata import file_metadata
+from qbeast_connect.spark.scan_metadata import file_metadata, spark_file_key
 from qbeast_connect.spark.storage_options import with_storage_options
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["read_with_vectors", "spark_file_key"]
+__all__ = ["read_with_vectors"]
 
 #: the bitmaps kept on the client, at most this many bytes of words (least recently used
 #: go first)
@@ -64,15 +64,6 @@ _lock = threading.Lock()
 _bitmaps: OrderedDict[tuple[str, str], Bitmap] = OrderedDict()
 _cached_bytes = 0
 _spellings: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
-
-
-def spark_file_key(location: str) -> str:
-    """A file's location reduced to what Spark's spellings of it share: the path of a URI,
-    percent-decoded (Spark gives ``file:/a%20b`` for ``/a b``), or the location itself."""
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(location)
-    return unquote(parsed.path) if parsed.scheme else location
 
 
 def _descriptor_key(vector: Mapping[str, Any]) -> str:
