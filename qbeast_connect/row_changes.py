@@ -3,14 +3,17 @@
 One mechanism for both. The condition prunes the files as a read's filter does (the index
 and the files' statistics); one Spark job counts, file by file, the rows it is TRUE for;
 the files holding such rows are read (deletion vectors applied), their rows changed —
-dropped, or given the new values — and written back **as an append writes rows**, in
-the commit that removes the old files:
+dropped, or given the new values — and written back in the commit that removes the old
+files:
 
 * a row keeps its weight (the hash of its indexed values), so ``sample(f)`` keeps
   returning exactly the surviving rows below f's weight; an updated row whose indexed
   values change gets the weight and the cube of its new values;
-* rows join the latest revision's tree, or a new revision when an updated value lies
-  outside its space, exactly as appended rows would;
+* a delete writes the survivors back **into their index** (optimize's rewrite: each row
+  to its cube, the files in their weight bands), when the files it touches are all of
+  one revision; otherwise, and for an update's rows, **as an append writes rows**: they
+  join the latest revision's tree, or a new revision when an updated value lies outside
+  its space, exactly as appended rows would;
 * the commit is a Delta ``DELETE``/``UPDATE`` (``remove`` + ``add`` with
   ``dataChange=true``, the condition in ``operationParameters.predicate``); it reads only
   the files it removes, so a concurrent append does not conflict with it, while a
@@ -30,6 +33,7 @@ stays as it is, as in Delta and SQL.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from qbeast_connect.model.revision import Revision
+    from qbeast_connect.options import WriteOptions
     from qbeast_connect.spark.snapshot import TableState
 
 __all__ = [
@@ -186,6 +191,91 @@ def _touched(
     return touched, sum(per_file.values())
 
 
+def _change_options(table: ChangedTable, options: Mapping[str, str] | None) -> WriteOptions:
+    """The write options of a row change: the table's own index with the user's others."""
+    latest = table.latestRevision
+    raw: dict[str, Any] = {
+        "columnsToIndex": ",".join(latest.column_names),
+        "cubeSize": latest.desired_cube_size,
+    }
+    for key, value in (options or {}).items():
+        if key in ("columnsToIndex", "cubeSize"):
+            raise InvalidOptionError(
+                f"option {key} is the table's own ({raw[key]}) for a row-level change"
+            )
+        raw[key] = value
+    return parse_write_options(raw)
+
+
+def _txn_done(state: TableState, options: WriteOptions, operation: str) -> bool:
+    """Whether the change's ``txnAppId`` already committed its ``txnVersion`` (then it is
+    skipped with a warning, as a write is)."""
+    app, version = options.txn_app_id, options.txn_version
+    if app is None or version is None:
+        return False
+    done = state.txns.get(app)
+    if done is None or done < version:
+        return False
+    warnings.warn(
+        f"skipping {operation}: txnAppId {app!r} already committed txnVersion {done} >= "
+        f"{version}",
+        UserWarning,
+        stacklevel=5,
+    )
+    return True
+
+
+def _delete_in_place(
+    table: ChangedTable,
+    survivors: DataFrame,
+    touched: list[str],
+    matched: int,
+    predicate: str,
+    options: Mapping[str, str] | None,
+) -> RowChangeResult | None:
+    """Write the ``survivors`` of ``touched`` back into the index they come from and remove
+    ``touched``, in one ``DELETE`` commit: each row to its cube, the files in their weight
+    bands (:func:`~qbeast_connect.spark.operations.rewrite_files`, optimize's rewrite). An
+    append of the same rows would lay them out as new rows, in files a sample reads whole.
+
+    None when ``touched`` is not in one revision of the index (staging files, or files of
+    several revisions, each with its own space): the caller rewrites as an append."""
+    from qbeast_connect.spark.operations import rewrite_files
+
+    state = table._state
+    snapshot = state.qbeast()
+    revision_of = {f.path: f.revision_id for f in snapshot.files}
+    revisions = {revision_of.get(p, 0) for p in touched}
+    if len(revisions) != 1 or 0 in revisions:
+        return None
+    (revision_id,) = revisions
+    opts = _change_options(table, options)
+    if _txn_done(state, opts, "DELETE"):
+        return RowChangeResult(None)
+    result = rewrite_files(
+        table._spark,
+        survivors,
+        table.path,
+        state.version,
+        snapshot,
+        revision_id,
+        touched,
+        opts,
+        state.adds,
+        change=("DELETE", {"predicate": json.dumps([predicate])}),
+    )
+    if result.version is None:
+        return RowChangeResult(None)
+    return RowChangeResult(
+        result.version,
+        num_deleted_rows=matched,
+        num_copied_rows=result.rows,
+        num_removed_files=len(touched),
+        num_added_files=result.added_files,
+        revision_id=revision_id,
+    )
+
+
 def rewrite_as_append(
     table: ChangedTable,
     rows: DataFrame,
@@ -200,23 +290,12 @@ def rewrite_as_append(
     are marked deleted in vectors instead."""
     from qbeast_connect.spark.write import _Writer
 
-    latest = table.latestRevision
-    raw: dict[str, Any] = {
-        "columnsToIndex": ",".join(latest.column_names),
-        "cubeSize": latest.desired_cube_size,
-    }
-    for key, value in (options or {}).items():
-        if key in ("columnsToIndex", "cubeSize"):
-            raise InvalidOptionError(
-                f"option {key} is the table's own ({raw[key]}) for a row-level change"
-            )
-        raw[key] = value
     adds = {str(a.get("path")): a for a in table._state.adds}
     return _Writer(
         rows,
         table.path,
         "append",
-        parse_write_options(raw),
+        _change_options(table, options),
         remove_paths=() if vector_rows else tuple(touched),
         data_change=True,
         operation=operation,
@@ -251,6 +330,9 @@ def delete_rows(
     if not touched or not matched:
         return RowChangeResult(None)
     survivors = table._read_files(touched).where(~F.coalesce(cond, F.lit(False)))
+    in_place = _delete_in_place(table, survivors, touched, matched, text, options)
+    if in_place is not None:
+        return in_place
     result = rewrite_as_append(table, survivors, touched, "DELETE", text, options)
     if result.version is None:
         return RowChangeResult(None)
@@ -318,10 +400,8 @@ def _delete_in_vectors(
     )
     state = table._state
     app, app_version = parsed.txn_app_id, parsed.txn_version
-    if app is not None and app_version is not None:
-        done = state.txns.get(app)
-        if done is not None and done >= app_version:
-            return RowChangeResult(None)  # this txn committed already
+    if _txn_done(state, parsed, "DELETE"):
+        return RowChangeResult(None)  # this txn committed already
     positions = _vector_positions(table, where, condition)
     if positions is None:
         return None

@@ -11,7 +11,7 @@ import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from qbeast_connect.exceptions import InvalidOptionError
@@ -189,12 +189,20 @@ def rewrite_files(
     paths: list[str],
     opts: WriteOptions,
     adds: Sequence[Mapping[str, Any]] = (),
+    *,
+    change: tuple[str, Mapping[str, str]] | None = None,
 ) -> OptimizeResult:
     """Re-assign the rows of ``paths`` (read as ``source``) with the revision's current cube
     max weights and write them laid out by weight band and cube (one shuffle), in one commit.
 
     Like qbeast-spark's, the commit is a Delta ``WRITE`` in mode ``Append`` whose file
-    actions all have ``dataChange: false`` (spec §1.6); there is no ``OPTIMIZE`` operation."""
+    actions all have ``dataChange: false`` (spec §1.6); there is no ``OPTIMIZE`` operation.
+
+    With ``change`` (operation, operation parameters), ``source`` is the rows of ``paths``
+    that a row-level change keeps (a ``DELETE``'s survivors): the commit is that operation,
+    with ``dataChange: true``, ``opts``' ``txnAppId``/``txnVersion``, and ``rows`` counts
+    the rows written. Each row keeps its weight and goes back to its cube (or a descendant,
+    if its cube filled since), and the files keep their weight bands, as optimize's do."""
     from pyspark.sql import functions as F
 
     from qbeast_connect.index.layout import FileLayout, plan_layout, segments_from_blocks
@@ -207,9 +215,13 @@ def rewrite_files(
     statuses = snapshot.cube_statuses(revision_id)
     weights = {str(c): int(s.max_weight) for c, s in statuses.items()}
     wanted = set(paths)
-    blocks = [b for f in snapshot.files_of(revision_id) if f.path in wanted for b in f.blocks]
+    files = snapshot.files_of(revision_id)
+    blocks = [b for f in files if f.path in wanted for b in f.blocks]
     rows = sum(b.element_count for b in blocks)
-    layout = plan_layout(segments_from_blocks(blocks), revision.desired_cube_size)
+    # the weight bands of the whole revision: the rows rewritten keep the band edges of the
+    # files they join, so a sample reads the same share of them as of the files kept
+    revision_rows = sum(b.element_count for f in files for b in f.blocks)
+    layout = plan_layout(segments_from_blocks(blocks), revision.desired_cube_size, revision_rows)
     partitioning = partitioning_of(snapshot.configuration)
     trees = None
     if partitioning is not None:
@@ -230,19 +242,29 @@ def rewrite_files(
         layout=layout,
         txn_id=str(uuid.uuid4()),
         user_metadata=opts.user_metadata,
-        data_change=False,
+        data_change=change is not None,
         remove_paths=tuple(paths),
         hooks=opts.hooks,
         partitioning=partitioning,
         partition_trees=trees,
     )
+    if change is not None:
+        operation, parameters = change
+        plan = replace(
+            plan,
+            operation=operation,
+            operation_parameters=parameters,
+            txn_app_id=opts.txn_app_id,
+            txn_version=opts.txn_version,
+        )
     with translate_errors():
         writer = with_storage_options(grouped.write.format(WRITE_FORMAT), spark)
         writer.option("plan", plan.to_json()).mode("append").save()
     commit = find_commit(spark, table_path, plan.txn_id)
     if commit is None:
         return OptimizeResult(None, revision_id, len(paths), 0, rows)
-    return OptimizeResult(commit.version, revision_id, len(paths), commit.num_files, rows)
+    written = rows if change is None else commit.num_rows
+    return OptimizeResult(commit.version, revision_id, len(paths), commit.num_files, written)
 
 
 def index_staging(
