@@ -24,6 +24,7 @@ def in_task_params(
     sample_rows: int,
     max_rows: int = SMALL_APPEND_MAX_ROWS,
     compaction: int | None = None,
+    top_rows: int | None = None,
 ) -> dict[str, Any]:
     """``WritePlan.append_task`` of a one-job small append to an index whose cubes have the
     statuses ``existing``: the inner cubes' max weights (for the local tree, as the
@@ -39,7 +40,8 @@ def in_task_params(
     estimation job grows for one partition, so its weights are a valid estimate though not
     the regular path's own (which may read its input in several partitions), and checks
     its rows against the revision's space only (``server_plugin.append_task``). A
-    compaction needs no bit-identical index, only a valid one, and one job instead of four."""
+    compaction needs no bit-identical index, only a valid one, and one job instead of four.
+    ``top_rows`` gives the layout's top band without the rest (a row change's rows)."""
     out: dict[str, Any] = {
         "existingWeights": {
             str(c): int(s.max_weight) for c, s in existing.items() if s.max_weight < 2**31 - 1
@@ -51,8 +53,10 @@ def in_task_params(
     if compaction is not None:
         from qbeast_connect.index.layout import compaction_top_rows
 
-        out["topRows"] = compaction_top_rows(compaction)
+        top_rows = compaction_top_rows(compaction)
         out["compaction"] = True
+    if top_rows is not None:
+        out["topRows"] = top_rows
     return out
 
 
@@ -62,12 +66,13 @@ def in_task_partition_params(
     sample_rows: int,
     max_rows: int = SMALL_APPEND_MAX_ROWS,
     compaction: int | None = None,
+    top_rows: int | None = None,
 ) -> dict[str, Any]:
     """:func:`in_task_params` for a time-partitioned table, whose partitions are trees of
     their own: ``partitions`` maps each existing partition value (``statuses``: its cube
-    statuses) to its ``existingWeights`` and ``existingCounts``; ``compaction`` as there,
-    for every partition's tree."""
-    out = in_task_params({}, buffer_capacity, sample_rows, max_rows, compaction)
+    statuses) to its ``existingWeights`` and ``existingCounts``; ``compaction`` and
+    ``top_rows`` as there, for every partition's tree."""
+    out = in_task_params({}, buffer_capacity, sample_rows, max_rows, compaction, top_rows)
     out["partitions"] = {}
     for value, own in statuses.items():
         params = in_task_params(own, buffer_capacity, sample_rows, max_rows)

@@ -40,7 +40,7 @@ from qbeast_connect.exceptions import (
     NotAQbeastTableError,
     TableAlreadyExistsError,
 )
-from qbeast_connect.index.layout import FileLayout
+from qbeast_connect.index.layout import FileLayout, compaction_top_rows
 from qbeast_connect.index.partition_trees import PartitionTree
 from qbeast_connect.model.column_spec import ColumnSpec, parse_columns_to_index
 from qbeast_connect.model.cube_id import CubeId
@@ -281,8 +281,6 @@ class _Writer:
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
-    # -- orchestration -----------------------------------------------------------------
-
     def run(self) -> WriteResult:
         try:
             result = self._run()
@@ -514,12 +512,14 @@ class _Writer:
             task = small_append.in_task_partition_params(
                 statuses, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows,
                 compaction=latest.desired_cube_size if self.keep_revision else None,
+                top_rows=self._top_rows(latest),
             )
         else:
             existing = qsnap.cube_statuses(latest.revision_id)
             task = small_append.in_task_params(
                 existing, BUFFER_CAPACITY_DEFAULT, ESTIMATION_SAMPLE_ROWS, max_rows,
                 compaction=latest.desired_cube_size if self.keep_revision else None,
+                top_rows=self._top_rows(latest),
             )
         changed = schema_string != state.schema_string
         config = stored_configuration(state.configuration, self.options.table_properties)
@@ -649,10 +649,10 @@ class _Writer:
         return weights_and_layout(revision, input_domains, existing, total, top_rows=top)
 
     def _top_rows(self, revision: Revision) -> int | None:
-        """A compaction's layout cuts finer top bands (``index.layout.compaction_top_rows``)."""
-        from qbeast_connect.index.layout import compaction_top_rows
-
-        return compaction_top_rows(revision.desired_cube_size) if self.keep_revision else None
+        """The layout of rows that join a tree many times their number (a compaction's, a
+        row change's) cuts finer top bands (``index.layout.compaction_top_rows``)."""
+        fine = self.keep_revision or self.operation in ("UPDATE", "MERGE")
+        return compaction_top_rows(revision.desired_cube_size) if fine else None
 
     # -- metadata and commit -----------------------------------------------------------
 
