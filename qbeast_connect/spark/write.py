@@ -649,9 +649,9 @@ class _Writer:
         return weights_and_layout(revision, input_domains, existing, total, top_rows=top)
 
     def _top_rows(self, revision: Revision) -> int | None:
-        """The layout of rows that join a tree many times their number (a compaction's, a
-        row change's) cuts finer top bands (``index.layout.compaction_top_rows``)."""
-        fine = self.keep_revision or self.operation in ("UPDATE", "MERGE")
+        """Rows that join a tree many times their number (a compaction's, the changed rows
+        of a change with vectors) get finer top bands (``layout.compaction_top_rows``)."""
+        fine = self.keep_revision or bool(self.vector_rows)
         return compaction_top_rows(revision.desired_cube_size) if fine else None
 
     # -- metadata and commit -----------------------------------------------------------
