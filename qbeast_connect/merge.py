@@ -309,40 +309,8 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     target_file = F.col(f"{quote_identifier(builder._target_alias)}.{_FILE}")
     target_row = F.col(f"{quote_identifier(builder._target_alias)}.{_ROW}")
 
-    if any(c.kind == "matched" for c in builder._clauses):
-        repeated = (
-            rows.where(groups["matched"]).groupBy(target_row).count().where("count > 1").limit(1)
-        )
-        if repeated.count():
-            raise UnsupportedOperationError(
-                "MERGE: several source rows match the same target row, so which one "
-                "updates or deletes it is ambiguous (Delta refuses it too); keep one source "
-                "row per target row (e.g. deduplicate the source on the join key)"
-            )
     kinds = {str(i): (c.kind, c.action) for i, c in enumerate(builder._clauses)}
-    counts = {
-        str(r[_ACTION]): int(r["count"])
-        for r in rows.groupBy(_ACTION).count().collect()
-        if r[_ACTION] is not None
-    }
-    updated = sum(n for a, n in counts.items() if kinds.get(a, ("", ""))[1] == "update")
-    deleted = sum(n for a, n in counts.items() if kinds.get(a, ("", ""))[1] == "delete")
-    inserted = sum(n for a, n in counts.items() if kinds.get(a, ("", ""))[1] == "insert")
-    if not (updated or deleted or inserted):
-        return MergeResult(None)
     changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
-    touched: list[str] = []
-    touched_names: list[str] | None = []
-    if changed and not vectors:
-        found = rows.where(F.col(_ACTION).isin(changed)).select(target_file.alias("f")).distinct()
-        names = {r["f"] for r in found.collect()}
-        mapped = {log_path(n) for n in names}
-        if tagged is None or None in mapped:
-            touched_names = None  # every file
-            touched = paths
-        else:
-            touched_names = sorted(str(n) for n in names)
-            touched = sorted(str(p) for p in mapped)
     # the rows to write: every row of the touched files (changed, or as they were) and the
     # inserted rows
     values = {
@@ -363,14 +331,34 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     if vectors:
         return _merge_in_vectors(
             builder,
-            rows,
-            outputs,
-            changed,
-            updates + inserts,
+            rows.select(
+                *outputs,
+                F.col(_ACTION),
+                groups["matched"].alias(_T),
+                target_row.alias(_ROW),
+                target_file.alias(_FILE),
+                F.col(f"{quote_identifier(builder._target_alias)}.{_POSITION}").alias(_POSITION),
+            ),
+            kinds,
             log_path,
-            (updated, deleted, inserted),
             (before_skipping, len(paths)),
         )
+    _refuse_repeated_matches(builder, rows.where(groups["matched"]), target_row)
+    updated, deleted, inserted = _action_counts(rows, kinds)
+    if not (updated or deleted or inserted):
+        return MergeResult(None)
+    touched: list[str] = []
+    touched_names: list[str] | None = []
+    if changed:
+        found = rows.where(F.col(_ACTION).isin(changed)).select(target_file.alias("f")).distinct()
+        names = {r["f"] for r in found.collect()}
+        mapped = {log_path(n) for n in names}
+        if tagged is None or None in mapped:
+            touched_names = None  # every file
+            touched = paths
+        else:
+            touched_names = sorted(str(n) for n in names)
+            touched = sorted(str(p) for p in mapped)
     in_touched = present_t if touched_names is None else target_file.isin(touched_names)
     if not touched:
         in_touched = F.lit(False)
@@ -394,47 +382,95 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     )
 
 
+def _refuse_repeated_matches(builder: QbeastMergeBuilder, matched: DataFrame, row: Column) -> None:
+    """Refuse a merge where several source rows match one target row (``matched``: the
+    matched pairs, ``row``: the target row's id), as Delta does, when a clause acts on
+    matched rows."""
+    if not any(c.kind == "matched" for c in builder._clauses):
+        return
+    if matched.groupBy(row).count().where("count > 1").limit(1).count():
+        raise UnsupportedOperationError(
+            "MERGE: several source rows match the same target row, so which one "
+            "updates or deletes it is ambiguous (Delta refuses it too); keep one source "
+            "row per target row (e.g. deduplicate the source on the join key)"
+        )
+
+
+def _action_counts(rows: DataFrame, kinds: Mapping[str, tuple[str, str]]) -> tuple[int, int, int]:
+    """Rows updated, deleted and inserted, from the rows' actions."""
+    counts = {
+        str(r[_ACTION]): int(r["count"])
+        for r in rows.groupBy(_ACTION).count().collect()
+        if r[_ACTION] is not None
+    }
+    done = {"update": 0, "delete": 0, "insert": 0}
+    for action, n in counts.items():
+        kind = kinds.get(action)
+        if kind is not None:
+            done[kind[1]] += n
+    return done["update"], done["delete"], done["insert"]
+
+
 def _merge_in_vectors(
     builder: QbeastMergeBuilder,
-    rows: DataFrame,
-    outputs: list[Column],
-    changed: list[str],
-    written: list[str],
+    joined: DataFrame,
+    kinds: Mapping[str, tuple[str, str]],
     log_path: Callable[[str | None], str | None],
-    counts: tuple[int, int, int],
     skipping: tuple[int, int],
 ) -> MergeResult:
     """Delta's MERGE on a table with deletion vectors: the updated and deleted target rows
     leave their files through vectors, and only the updated and inserted rows are written
-    (as an append), in one ``MERGE`` commit."""
+    (as an append), in one ``MERGE`` commit.
+
+    ``joined`` is the merge's join, one row per pair or unmatched row, flat: the output
+    columns computed for the row's action, the action, whether the pair matched, the
+    target row's id, file and position. Its rows that matched or that a clause acts on are
+    computed once (one join of the target and the source, kept on the executors): the
+    check for repeated matches, the counts, the positions and the rows written all read
+    that copy, not the join again."""
     from pyspark.sql import functions as F
 
     from qbeast_connect.plan_codec import encode_row_positions
     from qbeast_connect.planning.predicate import quote_identifier
     from qbeast_connect.row_changes import rewrite_as_append
+    from qbeast_connect.spark.write_input import freeze, release
 
-    target = quote_identifier(builder._target_alias)
-    positions: dict[str, list[int]] = {}
-    if changed:
-        hit = rows.where(F.col(_ACTION).isin(changed)).select(
-            F.col(f"{target}.{_FILE}").alias("f"), F.col(f"{target}.{_POSITION}").alias("r")
+    needed = freeze(joined.where(F.col(_T) | F.col(_ACTION).isin(list(kinds))))
+    try:
+        _refuse_repeated_matches(builder, needed.where(F.col(_T)), F.col(_ROW))
+        updated, deleted, inserted = _action_counts(needed, kinds)
+        if not (updated or deleted or inserted):
+            return MergeResult(None)
+        changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
+        positions: dict[str, list[int]] = {}
+        if changed:
+            hit = needed.where(F.col(_ACTION).isin(changed))
+            grouped = hit.groupBy(_FILE).agg(F.collect_list(_POSITION).alias("rows"))
+            for row in grouped.collect():
+                path = log_path(row[_FILE])
+                if path is None:
+                    raise UnsupportedOperationError(
+                        f"MERGE: a changed row's file {row[_FILE]!r} is not one of the "
+                        "table's files"
+                    )
+                positions.setdefault(path, []).extend(int(r) for r in row["rows"])
+        encoded = {p: encode_row_positions(r) for p, r in positions.items()}
+        written = [a for a, (_k, act) in kinds.items() if act in ("update", "insert")]
+        fields = [F.col(quote_identifier(f.name)) for f in builder._table.schema.fields]
+        new_rows = needed.where(F.col(_ACTION).isin(written)).select(*fields)
+        result = rewrite_as_append(
+            builder._table,
+            new_rows,
+            sorted(encoded),
+            "MERGE",
+            builder._condition_text,
+            None,
+            encoded,
         )
-        for row in hit.groupBy("f").agg(F.collect_list("r").alias("rows")).collect():
-            path = log_path(row["f"])
-            if path is None:
-                raise UnsupportedOperationError(
-                    f"MERGE: a changed row's file {row['f']!r} is not one of the table's files"
-                )
-            positions.setdefault(path, []).extend(int(r) for r in row["rows"])
-    encoded = {p: encode_row_positions(r) for p, r in positions.items()}
-    new_rows = rows.where(F.col(_ACTION).isin(written)).select(*outputs)
-    table = builder._table
-    result = rewrite_as_append(
-        table, new_rows, sorted(encoded), "MERGE", builder._condition_text, None, encoded
-    )
+    finally:
+        release(needed)
     if result.version is None:
         return MergeResult(None)
-    updated, deleted, inserted = counts
     return MergeResult(
         result.version,
         num_target_files_before_skipping=skipping[0],
