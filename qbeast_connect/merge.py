@@ -247,12 +247,9 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     from pyspark.sql import functions as F
 
     from qbeast_connect.planning.predicate import quote_identifier
-    from qbeast_connect.row_changes import (
-        check_row_change_table,
-        rewrite_as_append,
-        writes_vectors,
-    )
+    from qbeast_connect.row_changes import check_row_change_table, writes_vectors
     from qbeast_connect.spark.files import rows_with_file, rows_with_positions, table_file
+    from qbeast_connect.spark.write_input import freeze, release
 
     table = builder._table
     check_row_change_table(table, "MERGE")
@@ -310,9 +307,7 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     target_row = F.col(f"{quote_identifier(builder._target_alias)}.{_ROW}")
 
     kinds = {str(i): (c.kind, c.action) for i, c in enumerate(builder._clauses)}
-    changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
-    # the rows to write: every row of the touched files (changed, or as they were) and the
-    # inserted rows
+    # each row's output columns: the clause's values where its action sets them
     values = {
         index: _values_of(builder, clause)
         for index, clause in enumerate(builder._clauses)
@@ -326,59 +321,123 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
             if value is not None:
                 column = F.when(F.col(_ACTION) == str(index), value).otherwise(column)
         outputs.append(column.alias(f.name))
-    inserts = [a for a, (_k, act) in kinds.items() if act == "insert"]
-    updates = [a for a, (_k, act) in kinds.items() if act == "update"]
-    if vectors:
-        return _merge_in_vectors(
+    position = F.col(f"{quote_identifier(builder._target_alias)}.{_POSITION}")
+    flat = rows.select(
+        *outputs,
+        F.col(_ACTION),
+        groups["matched"].alias(_T),
+        present_t.alias(_S),
+        target_row.alias(_ROW),
+        target_file.alias(_FILE),
+        (position if vectors else F.lit(None).cast("long")).alias(_POSITION),
+    )
+    # with vectors only the pairs that matched or that a clause acts on are needed; a
+    # rewrite also needs the rows it keeps of the files it rewrites
+    needed = F.col(_T) | F.col(_ACTION).isin(list(kinds)) if vectors else F.col(_ACTION) != "skip"
+    # the join computed once, kept on the executors: every later step reads this copy
+    joined_once = freeze(flat.where(needed))
+    try:
+        return _merge_rows(
             builder,
-            rows.select(
-                *outputs,
-                F.col(_ACTION),
-                groups["matched"].alias(_T),
-                target_row.alias(_ROW),
-                target_file.alias(_FILE),
-                F.col(f"{quote_identifier(builder._target_alias)}.{_POSITION}").alias(_POSITION),
-            ),
+            joined_once,
             kinds,
+            vectors,
+            tagged is not None,
+            paths,
             log_path,
-            (before_skipping, len(paths)),
+            before_skipping,
         )
-    _refuse_repeated_matches(builder, rows.where(groups["matched"]), target_row)
+    finally:
+        release(joined_once)
+
+
+def _merge_rows(
+    builder: QbeastMergeBuilder,
+    rows: DataFrame,
+    kinds: Mapping[str, tuple[str, str]],
+    vectors: bool,
+    by_file: bool,
+    paths: list[str],
+    log_path: Callable[[str | None], str | None],
+    before_skipping: int,
+) -> MergeResult:
+    """The merge from its join, one flat row per pair or unmatched row (:func:`_execute`):
+    the output columns for the row's action, the action, whether the pair matched, whether
+    it has a target row, and the target row's id, file and position. Changed target rows
+    leave their files through deletion vectors (``vectors``) or the files holding them are
+    rewritten (``by_file``: rows are told apart by file; else every file is), in one
+    ``MERGE`` commit with the written rows."""
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.plan_codec import encode_row_positions
+    from qbeast_connect.planning.predicate import quote_identifier
+    from qbeast_connect.row_changes import rewrite_as_append
+
+    table = builder._table
+    _refuse_repeated_matches(builder, rows.where(F.col(_T)), F.col(_ROW))
     updated, deleted, inserted = _action_counts(rows, kinds)
     if not (updated or deleted or inserted):
         return MergeResult(None)
+    changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
+    updates = [a for a, (_k, act) in kinds.items() if act == "update"]
+    inserts = [a for a, (_k, act) in kinds.items() if act == "insert"]
+    fields = [F.col(quote_identifier(f.name)) for f in table.schema.fields]
+    skipping = {
+        "num_target_files_before_skipping": before_skipping,
+        "num_target_files_after_skipping": len(paths),
+        "num_target_rows_updated": updated,
+        "num_target_rows_deleted": deleted,
+        "num_target_rows_inserted": inserted,
+    }
+    text = builder._condition_text
+    if vectors:
+        positions: dict[str, list[int]] = {}
+        if changed:
+            hit = rows.where(F.col(_ACTION).isin(changed))
+            grouped = hit.groupBy(_FILE).agg(F.collect_list(_POSITION).alias("rows"))
+            for row in grouped.collect():
+                path = log_path(row[_FILE])
+                if path is None:
+                    raise UnsupportedOperationError(
+                        f"MERGE: a changed row's file {row[_FILE]!r} is not one of the "
+                        "table's files"
+                    )
+                positions.setdefault(path, []).extend(int(r) for r in row["rows"])
+        encoded = {p: encode_row_positions(r) for p, r in positions.items()}
+        new_rows = rows.where(F.col(_ACTION).isin(updates + inserts)).select(*fields)
+        result = rewrite_as_append(table, new_rows, sorted(encoded), "MERGE", text, None, encoded)
+        if result.version is None:
+            return MergeResult(None)
+        return MergeResult(
+            result.version,
+            num_added_files=result.num_files,
+            num_deletion_vectors=len(encoded),
+            **skipping,
+        )
     touched: list[str] = []
-    touched_names: list[str] | None = []
+    in_touched = F.lit(False)
     if changed:
-        found = rows.where(F.col(_ACTION).isin(changed)).select(target_file.alias("f")).distinct()
+        found = rows.where(F.col(_ACTION).isin(changed)).select(F.col(_FILE).alias("f")).distinct()
         names = {r["f"] for r in found.collect()}
         mapped = {log_path(n) for n in names}
-        if tagged is None or None in mapped:
-            touched_names = None  # every file
-            touched = paths
+        if not by_file or None in mapped:
+            touched, in_touched = paths, F.col(_S)  # every file
         else:
-            touched_names = sorted(str(n) for n in names)
             touched = sorted(str(p) for p in mapped)
-    in_touched = present_t if touched_names is None else target_file.isin(touched_names)
-    if not touched:
-        in_touched = F.lit(False)
-    keep = (in_touched & (F.col(_ACTION).isin(updates) | (F.col(_ACTION) == "keep"))) | F.col(
-        _ACTION
-    ).isin(inserts)
-    written = rows.where(keep).select(*outputs)
-    result = rewrite_as_append(table, written, touched, "MERGE", builder._condition_text, None)
+            in_touched = F.col(_FILE).isin(sorted(str(n) for n in names))
+    # the rows of the touched files (changed, or as they were) and the inserted rows
+    keep = (in_touched & F.col(_ACTION).isin([*updates, "keep"])) | F.col(_ACTION).isin(inserts)
+    result = rewrite_as_append(
+        table, rows.where(keep).select(*fields), touched, "MERGE", text, None
+    )
     if result.version is None:
         return MergeResult(None)
     return MergeResult(
         result.version,
-        num_target_files_before_skipping=before_skipping,
-        num_target_files_after_skipping=len(paths),
-        num_target_rows_updated=updated,
-        num_target_rows_deleted=deleted,
-        num_target_rows_inserted=inserted,
         num_target_rows_copied=max(0, result.num_rows - updated - inserted),
         num_removed_files=len(touched),
         num_added_files=result.num_files,
+        **skipping,
     )
 
 
@@ -409,78 +468,6 @@ def _action_counts(rows: DataFrame, kinds: Mapping[str, tuple[str, str]]) -> tup
         if kind is not None:
             done[kind[1]] += n
     return done["update"], done["delete"], done["insert"]
-
-
-def _merge_in_vectors(
-    builder: QbeastMergeBuilder,
-    joined: DataFrame,
-    kinds: Mapping[str, tuple[str, str]],
-    log_path: Callable[[str | None], str | None],
-    skipping: tuple[int, int],
-) -> MergeResult:
-    """Delta's MERGE on a table with deletion vectors: the updated and deleted target rows
-    leave their files through vectors, and only the updated and inserted rows are written
-    (as an append), in one ``MERGE`` commit.
-
-    ``joined`` is the merge's join, one row per pair or unmatched row, flat: the output
-    columns computed for the row's action, the action, whether the pair matched, the
-    target row's id, file and position. Its rows that matched or that a clause acts on are
-    computed once (one join of the target and the source, kept on the executors): the
-    check for repeated matches, the counts, the positions and the rows written all read
-    that copy, not the join again."""
-    from pyspark.sql import functions as F
-
-    from qbeast_connect.plan_codec import encode_row_positions
-    from qbeast_connect.planning.predicate import quote_identifier
-    from qbeast_connect.row_changes import rewrite_as_append
-    from qbeast_connect.spark.write_input import freeze, release
-
-    needed = freeze(joined.where(F.col(_T) | F.col(_ACTION).isin(list(kinds))))
-    try:
-        _refuse_repeated_matches(builder, needed.where(F.col(_T)), F.col(_ROW))
-        updated, deleted, inserted = _action_counts(needed, kinds)
-        if not (updated or deleted or inserted):
-            return MergeResult(None)
-        changed = [a for a, (_k, act) in kinds.items() if act in ("update", "delete")]
-        positions: dict[str, list[int]] = {}
-        if changed:
-            hit = needed.where(F.col(_ACTION).isin(changed))
-            grouped = hit.groupBy(_FILE).agg(F.collect_list(_POSITION).alias("rows"))
-            for row in grouped.collect():
-                path = log_path(row[_FILE])
-                if path is None:
-                    raise UnsupportedOperationError(
-                        f"MERGE: a changed row's file {row[_FILE]!r} is not one of the "
-                        "table's files"
-                    )
-                positions.setdefault(path, []).extend(int(r) for r in row["rows"])
-        encoded = {p: encode_row_positions(r) for p, r in positions.items()}
-        written = [a for a, (_k, act) in kinds.items() if act in ("update", "insert")]
-        fields = [F.col(quote_identifier(f.name)) for f in builder._table.schema.fields]
-        new_rows = needed.where(F.col(_ACTION).isin(written)).select(*fields)
-        result = rewrite_as_append(
-            builder._table,
-            new_rows,
-            sorted(encoded),
-            "MERGE",
-            builder._condition_text,
-            None,
-            encoded,
-        )
-    finally:
-        release(needed)
-    if result.version is None:
-        return MergeResult(None)
-    return MergeResult(
-        result.version,
-        num_target_files_before_skipping=skipping[0],
-        num_target_files_after_skipping=skipping[1],
-        num_target_rows_updated=updated,
-        num_target_rows_deleted=deleted,
-        num_target_rows_inserted=inserted,
-        num_added_files=result.num_files,
-        num_deletion_vectors=len(encoded),
-    )
 
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"

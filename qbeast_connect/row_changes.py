@@ -9,11 +9,11 @@ files:
 * a row keeps its weight (the hash of its indexed values), so ``sample(f)`` keeps
   returning exactly the surviving rows below f's weight; an updated row whose indexed
   values change gets the weight and the cube of its new values;
-* a delete writes the survivors back **into their index** (optimize's rewrite: each row
-  to its cube, the files in their weight bands), when the files it touches are all of
-  one revision; otherwise, and for an update's rows, **as an append writes rows**: they
-  join the latest revision's tree, or a new revision when an updated value lies outside
-  its space, exactly as appended rows would;
+* a delete, and an update that sets no indexed or time-partitioning column, write the
+  rows back **into their index** (optimize's rewrite: each row to its cube, the files in
+  their weight bands), when the files they touch are all of one revision; otherwise the
+  rows are written **as an append writes rows**: they join the latest revision's tree,
+  or a new revision when an updated value lies outside its space, as appended rows would;
 * the commit is a Delta ``DELETE``/``UPDATE`` (``remove`` + ``add`` with
   ``dataChange=true``, the condition in ``operationParameters.predicate``); it reads only
   the files it removes, so a concurrent append does not conflict with it, while a
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from qbeast_connect.model.revision import Revision
     from qbeast_connect.options import WriteOptions
+    from qbeast_connect.spark.operations import OptimizeResult
     from qbeast_connect.spark.snapshot import TableState
 
 __all__ = [
@@ -217,30 +218,35 @@ def _txn_done(state: TableState, options: WriteOptions, operation: str) -> bool:
     if done is None or done < version:
         return False
     warnings.warn(
-        f"skipping {operation}: txnAppId {app!r} already committed txnVersion {done} >= "
-        f"{version}",
+        f"skipping {operation}: txnAppId {app!r} already committed txnVersion {done} >= {version}",
         UserWarning,
         stacklevel=5,
     )
     return True
 
 
-def _delete_in_place(
+def _rewrite_in_place(
     table: ChangedTable,
-    survivors: DataFrame,
+    rows: DataFrame,
     touched: list[str],
-    matched: int,
+    operation: str,
     predicate: str,
     options: Mapping[str, str] | None,
-) -> RowChangeResult | None:
-    """Write the ``survivors`` of ``touched`` back into the index they come from and remove
-    ``touched``, in one ``DELETE`` commit: each row to its cube, the files in their weight
-    bands (:func:`~qbeast_connect.spark.operations.rewrite_files`, optimize's rewrite). An
-    append of the same rows would lay them out as new rows, in files a sample reads whole.
+    changed_columns: Sequence[str] = (),
+) -> OptimizeResult | None:
+    """Write ``rows`` (what a change leaves of ``touched``: a delete's survivors, or an
+    update's rows when it sets no indexed column, so that every row keeps its point and
+    weight) back into the index they come from and remove ``touched``, in one commit of
+    ``operation``: each row to its cube, the files in their weight bands
+    (:func:`~qbeast_connect.spark.operations.rewrite_files`, optimize's rewrite). An append
+    of the same rows would lay them out as new rows, in files a sample reads whole.
 
     None when ``touched`` is not in one revision of the index (staging files, or files of
-    several revisions, each with its own space): the caller rewrites as an append."""
-    from qbeast_connect.spark.operations import rewrite_files
+    several revisions, each with its own space) or ``changed_columns`` holds one of its
+    indexed columns or the time partitioning's column: the caller writes the rows as an
+    append. A result without a version
+    when nothing was committed (the ``txnAppId``/``txnVersion`` committed already)."""
+    from qbeast_connect.spark.operations import OptimizeResult, rewrite_files
 
     state = table._state
     snapshot = state.qbeast()
@@ -249,12 +255,19 @@ def _delete_in_place(
     if len(revisions) != 1 or 0 in revisions:
         return None
     (revision_id,) = revisions
+    # the columns that place a row: its point, and its partition's source
+    placing = {c.lower() for c in snapshot.revisions[revision_id].column_names}
+    partitioning = partitioning_of(state.configuration)
+    if partitioning is not None:
+        placing |= {partitioning.time_column.lower(), partitioning.column.lower()}
+    if placing & {c.lower() for c in changed_columns}:
+        return None
     opts = _change_options(table, options)
-    if _txn_done(state, opts, "DELETE"):
-        return RowChangeResult(None)
-    result = rewrite_files(
+    if _txn_done(state, opts, operation):
+        return OptimizeResult(None, revision_id, 0, 0, 0)
+    return rewrite_files(
         table._spark,
-        survivors,
+        rows,
         table.path,
         state.version,
         snapshot,
@@ -262,17 +275,7 @@ def _delete_in_place(
         touched,
         opts,
         state.adds,
-        change=("DELETE", {"predicate": json.dumps([predicate])}),
-    )
-    if result.version is None:
-        return RowChangeResult(None)
-    return RowChangeResult(
-        result.version,
-        num_deleted_rows=matched,
-        num_copied_rows=result.rows,
-        num_removed_files=len(touched),
-        num_added_files=result.added_files,
-        revision_id=revision_id,
+        change=(operation, {"predicate": json.dumps([predicate])}),
     )
 
 
@@ -330,9 +333,18 @@ def delete_rows(
     if not touched or not matched:
         return RowChangeResult(None)
     survivors = table._read_files(touched).where(~F.coalesce(cond, F.lit(False)))
-    in_place = _delete_in_place(table, survivors, touched, matched, text, options)
+    in_place = _rewrite_in_place(table, survivors, touched, "DELETE", text, options)
     if in_place is not None:
-        return in_place
+        if in_place.version is None:
+            return RowChangeResult(None)
+        return RowChangeResult(
+            in_place.version,
+            num_deleted_rows=matched,
+            num_copied_rows=in_place.rows,
+            num_removed_files=len(touched),
+            num_added_files=in_place.added_files,
+            revision_id=in_place.revision_id,
+        )
     result = rewrite_as_append(table, survivors, touched, "DELETE", text, options)
     if result.version is None:
         return RowChangeResult(None)
@@ -509,6 +521,18 @@ def update_rows(
     if not touched or not matched:
         return RowChangeResult(None)
     rows = table._read_files(touched).select(*columns)
+    in_place = _rewrite_in_place(table, rows, touched, "UPDATE", text, options, list(values))
+    if in_place is not None:
+        if in_place.version is None:
+            return RowChangeResult(None)
+        return RowChangeResult(
+            in_place.version,
+            num_updated_rows=matched,
+            num_copied_rows=max(0, in_place.rows - matched),
+            num_removed_files=len(touched),
+            num_added_files=in_place.added_files,
+            revision_id=in_place.revision_id,
+        )
     result = rewrite_as_append(table, rows, touched, "UPDATE", text, options)
     if result.version is None:
         return RowChangeResult(None)
