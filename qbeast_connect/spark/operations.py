@@ -221,7 +221,9 @@ def rewrite_files(
     # the weight bands of the whole revision: the rows rewritten keep the band edges of the
     # files they join, so a sample reads the same share of them as of the files kept
     revision_rows = sum(b.element_count for f in files for b in f.blocks)
-    layout = plan_layout(segments_from_blocks(blocks), revision.desired_cube_size, revision_rows)
+    context = [b for f in files if f.path not in wanted for b in f.blocks]
+    segments = segments_from_blocks(blocks, context)
+    layout = plan_layout(segments, revision.desired_cube_size, revision_rows)
     partitioning = partitioning_of(snapshot.configuration)
     trees = None
     if partitioning is not None:

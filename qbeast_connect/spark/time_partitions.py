@@ -211,7 +211,9 @@ def partition_trees_of(
         weights = {
             str(c): int(s.max_weight) for c, s in _statuses(qsnap, files, revision_id).items()
         }
-        trees[value] = PartitionTree(weights, plan_layout(segments_from_blocks(blocks), dcs))
+        context = [b for f in files if f.path not in paths for b in f.blocks]
+        layout = plan_layout(segments_from_blocks(blocks, context), dcs)
+        trees[value] = PartitionTree(weights, layout)
     return trees
 
 

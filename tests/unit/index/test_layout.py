@@ -135,6 +135,33 @@ def test_segments_from_blocks_and_counts() -> None:
     ]
 
 
+def test_a_blocks_rows_end_where_the_next_block_of_its_cube_starts() -> None:
+    """A banded write leaves one block of a cube per band: each block's rows end where the
+    next block of the cube (in the blocks given, or the context) starts, not at the cube's
+    max weight."""
+    top = weight_from_fraction(1 / 32)
+    mid = weight_from_fraction(1 / 16)
+    cube_max = weight_from_fraction(0.25)
+    parent_max = weight_from_fraction(0.0166)
+    band0 = Block("A", parent_max, cube_max, 300)
+    band1 = Block("A", top, cube_max, 400)
+    band2 = Block("A", mid, cube_max, 800)
+    assert segments_from_blocks([band0, band1], [band2]) == [
+        ("A", parent_max, top, 300.0),
+        ("A", top, mid, 400.0),
+    ]
+    # alone, a block spreads up to its cube's max weight
+    assert segments_from_blocks([band0]) == [("A", parent_max, cube_max, 300.0)]
+    # the root's 10,000 rows and its children's 6,000 of the top band are two runs, so a
+    # sample below the root's max weight reads only the root's (before: one run)
+    root = Block("", MIN_WEIGHT, parent_max, 10_000)
+    children = [Block(c, parent_max, cube_max, 750) for c in "AIQYgow4"]
+    more = [Block(c, top, cube_max, 5_000) for c in "AIQYgow4"]
+    layout = plan_layout(segments_from_blocks([root, *children], more), 10_000, 600_000)
+    assert layout.edges[0] == top
+    assert layout.runs[0] == (("", 0), ("A", 1))
+
+
 @pytest.mark.parametrize(("dims", "skew"), [(2, False), (3, True)])
 def test_layout_of_a_real_tree(dims: int, skew: bool) -> None:
     """Estimate a tree for 200k rows, plan files, assign every row: files stay inside one
