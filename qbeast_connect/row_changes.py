@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
     from qbeast_connect.model.revision import Revision
     from qbeast_connect.options import WriteOptions
-    from qbeast_connect.spark.operations import OptimizeResult
     from qbeast_connect.spark.snapshot import TableState
 
 __all__ = [
@@ -225,60 +224,6 @@ def _txn_done(state: TableState, options: WriteOptions, operation: str) -> bool:
     return True
 
 
-def _rewrite_in_place(
-    table: ChangedTable,
-    rows: DataFrame,
-    touched: list[str],
-    operation: str,
-    predicate: str,
-    options: Mapping[str, str] | None,
-    changed_columns: Sequence[str] = (),
-) -> OptimizeResult | None:
-    """Write ``rows`` (what a change leaves of ``touched``: a delete's survivors, or an
-    update's rows when it sets no indexed column, so that every row keeps its point and
-    weight) back into the index they come from and remove ``touched``, in one commit of
-    ``operation``: each row to its cube, the files in their weight bands
-    (:func:`~qbeast_connect.spark.operations.rewrite_files`, optimize's rewrite). An append
-    of the same rows would lay them out as new rows, in files a sample reads whole.
-
-    None when ``touched`` is not in one revision of the index (staging files, or files of
-    several revisions, each with its own space) or ``changed_columns`` holds one of its
-    indexed columns or the time partitioning's column: the caller writes the rows as an
-    append. A result without a version
-    when nothing was committed (the ``txnAppId``/``txnVersion`` committed already)."""
-    from qbeast_connect.spark.operations import OptimizeResult, rewrite_files
-
-    state = table._state
-    snapshot = state.qbeast()
-    revision_of = {f.path: f.revision_id for f in snapshot.files}
-    revisions = {revision_of.get(p, 0) for p in touched}
-    if len(revisions) != 1 or 0 in revisions:
-        return None
-    (revision_id,) = revisions
-    # the columns that place a row: its point, and its partition's source
-    placing = {c.lower() for c in snapshot.revisions[revision_id].column_names}
-    partitioning = partitioning_of(state.configuration)
-    if partitioning is not None:
-        placing |= {partitioning.time_column.lower(), partitioning.column.lower()}
-    if placing & {c.lower() for c in changed_columns}:
-        return None
-    opts = _change_options(table, options)
-    if _txn_done(state, opts, operation):
-        return OptimizeResult(None, revision_id, 0, 0, 0)
-    return rewrite_files(
-        table._spark,
-        rows,
-        table.path,
-        state.version,
-        snapshot,
-        revision_id,
-        touched,
-        opts,
-        state.adds,
-        change=(operation, {"predicate": json.dumps([predicate])}),
-    )
-
-
 def rewrite_as_append(
     table: ChangedTable,
     rows: DataFrame,
@@ -333,29 +278,75 @@ def delete_rows(
     if not touched or not matched:
         return RowChangeResult(None)
     survivors = table._read_files(touched).where(~F.coalesce(cond, F.lit(False)))
-    in_place = _rewrite_in_place(table, survivors, touched, "DELETE", text, options)
-    if in_place is not None:
-        if in_place.version is None:
-            return RowChangeResult(None)
-        return RowChangeResult(
-            in_place.version,
-            num_deleted_rows=matched,
-            num_copied_rows=in_place.rows,
-            num_removed_files=len(touched),
-            num_added_files=in_place.added_files,
-            revision_id=in_place.revision_id,
-        )
-    result = rewrite_as_append(table, survivors, touched, "DELETE", text, options)
-    if result.version is None:
+    done = _rewrite(table, survivors, touched, "DELETE", text, options)
+    if done is None:
         return RowChangeResult(None)
+    version, revision_id, written, added = done
     return RowChangeResult(
-        result.version,
+        version,
         num_deleted_rows=matched,
-        num_copied_rows=result.num_rows,
+        num_copied_rows=written,
         num_removed_files=len(touched),
-        num_added_files=result.num_files,
-        revision_id=result.revision_id,
+        num_added_files=added,
+        revision_id=revision_id,
     )
+
+
+def _rewrite(
+    table: ChangedTable,
+    rows: DataFrame,
+    touched: list[str],
+    operation: str,
+    predicate: str,
+    options: Mapping[str, str] | None,
+    changed_columns: Sequence[str] = (),
+) -> tuple[int, int | None, int, int] | None:
+    """Replace ``touched`` with ``rows`` (what the change leaves of them) in one commit of
+    ``operation``: ``(version, revision, rows written, files added)``, or None when nothing
+    was committed (the ``txnAppId``/``txnVersion`` committed already).
+
+    When every row keeps its point and weight (a delete's survivors; an update that sets
+    none of the ``changed_columns`` that place a row: indexed columns, the time
+    partitioning's) and ``touched`` are files of one revision, the rows go back **into
+    their index**: each to its cube, the files in their weight bands
+    (:func:`~qbeast_connect.spark.operations.rewrite_files`, optimize's rewrite). Otherwise
+    (staging files, files of several revisions, each with its own space, rows that move)
+    they are written **as an append**, which lays them out as new rows."""
+    from qbeast_connect.spark.operations import rewrite_files
+
+    state = table._state
+    snapshot = state.qbeast()
+    revision_of = {f.path: f.revision_id for f in snapshot.files}
+    revisions = {revision_of.get(p, 0) for p in touched}
+    placing: set[str] = set()
+    if len(revisions) == 1 and 0 not in revisions:
+        placing = {c.lower() for c in snapshot.revisions[min(revisions)].column_names}
+        partitioning = partitioning_of(state.configuration)
+        if partitioning is not None:
+            placing |= {partitioning.time_column.lower(), partitioning.column.lower()}
+    if not placing or placing & {c.lower() for c in changed_columns}:
+        result = rewrite_as_append(table, rows, touched, operation, predicate, options)
+        if result.version is None:
+            return None
+        return result.version, result.revision_id, result.num_rows, result.num_files
+    opts = _change_options(table, options)
+    if _txn_done(state, opts, operation):
+        return None
+    kept = rewrite_files(
+        table._spark,
+        rows,
+        table.path,
+        state.version,
+        snapshot,
+        min(revisions),
+        touched,
+        opts,
+        state.adds,
+        change=(operation, {"predicate": json.dumps([predicate])}),
+    )
+    if kept.version is None:
+        return None
+    return kept.version, kept.revision_id, kept.rows, kept.added_files
 
 
 def writes_vectors(state: TableState) -> bool:
@@ -521,26 +512,15 @@ def update_rows(
     if not touched or not matched:
         return RowChangeResult(None)
     rows = table._read_files(touched).select(*columns)
-    in_place = _rewrite_in_place(table, rows, touched, "UPDATE", text, options, list(values))
-    if in_place is not None:
-        if in_place.version is None:
-            return RowChangeResult(None)
-        return RowChangeResult(
-            in_place.version,
-            num_updated_rows=matched,
-            num_copied_rows=max(0, in_place.rows - matched),
-            num_removed_files=len(touched),
-            num_added_files=in_place.added_files,
-            revision_id=in_place.revision_id,
-        )
-    result = rewrite_as_append(table, rows, touched, "UPDATE", text, options)
-    if result.version is None:
+    done = _rewrite(table, rows, touched, "UPDATE", text, options, list(values))
+    if done is None:
         return RowChangeResult(None)
+    version, revision_id, written, added = done
     return RowChangeResult(
-        result.version,
+        version,
         num_updated_rows=matched,
-        num_copied_rows=max(0, result.num_rows - matched),
+        num_copied_rows=max(0, written - matched),
         num_removed_files=len(touched),
-        num_added_files=result.num_files,
-        revision_id=result.revision_id,
+        num_added_files=added,
+        revision_id=revision_id,
     )
