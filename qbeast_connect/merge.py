@@ -40,6 +40,9 @@ _FILE = "__qbeast_merge_file"
 _ROW = "__qbeast_merge_row"
 _POSITION = "__qbeast_merge_position"
 _ACTION = "__qbeast_merge_action"
+#: columns of the flattened join (:func:`_merge_rows`): the pair matched; it has a target row
+_MATCHED = "__qbeast_merge_matched"
+_HAS_TARGET = "__qbeast_merge_has_target"
 
 
 @dataclass(frozen=True)
@@ -325,15 +328,17 @@ def _execute(builder: QbeastMergeBuilder) -> MergeResult:
     flat = rows.select(
         *outputs,
         F.col(_ACTION),
-        groups["matched"].alias(_T),
-        present_t.alias(_S),
+        groups["matched"].alias(_MATCHED),
+        present_t.alias(_HAS_TARGET),
         target_row.alias(_ROW),
         target_file.alias(_FILE),
         (position if vectors else F.lit(None).cast("long")).alias(_POSITION),
     )
     # with vectors only the pairs that matched or that a clause acts on are needed; a
     # rewrite also needs the rows it keeps of the files it rewrites
-    needed = F.col(_T) | F.col(_ACTION).isin(list(kinds)) if vectors else F.col(_ACTION) != "skip"
+    needed = F.col(_ACTION) != "skip"
+    if vectors:
+        needed = F.col(_MATCHED) | F.col(_ACTION).isin(list(kinds))
     # the join computed once, kept on the executors: every later step reads this copy
     joined_once = freeze(flat.where(needed))
     try:
@@ -374,7 +379,7 @@ def _merge_rows(
     from qbeast_connect.row_changes import rewrite_as_append
 
     table = builder._table
-    _refuse_repeated_matches(builder, rows.where(F.col(_T)), F.col(_ROW))
+    _refuse_repeated_matches(builder, rows.where(F.col(_MATCHED)), F.col(_ROW))
     updated, deleted, inserted = _action_counts(rows, kinds)
     if not (updated or deleted or inserted):
         return MergeResult(None)
@@ -421,7 +426,7 @@ def _merge_rows(
         names = {r["f"] for r in found.collect()}
         mapped = {log_path(n) for n in names}
         if not by_file or None in mapped:
-            touched, in_touched = paths, F.col(_S)  # every file
+            touched, in_touched = paths, F.col(_HAS_TARGET)  # every file
         else:
             touched = sorted(str(p) for p in mapped)
             in_touched = F.col(_FILE).isin(sorted(str(n) for n in names))
