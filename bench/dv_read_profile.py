@@ -282,6 +282,51 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
         return with_plain(kept.select(*schema.names))
 
+    sizes = {
+        r[0]: r[1]
+        for r in spark.read.schema(schema)
+        .parquet(*marked)
+        .select("_metadata.file_path", "_metadata.file_size")
+        .distinct()
+        .collect()
+    }
+
+    def join_size(how: str = "inner", bits: bool = True) -> Any:
+        """``join_path`` keyed by ``_metadata.file_size`` (a long) where the sizes of the
+        files with a vector are distinct: no string hashed per row."""
+        import pyarrow as pa
+
+        bitmaps = [bitmap_words(decoded[f]) for f in marked]
+        keys = [sizes[by_base[f.rsplit("/", 1)[1]]] for f in marked]
+        assert len(set(keys)) == len(keys), "file sizes repeat"
+        right = spark.createDataFrame(
+            pa.table(
+                {
+                    "__p": pa.array(keys, pa.int64()),
+                    "__lo": [b[0] for b in bitmaps],
+                    "__hi": [b[1] for b in bitmaps],
+                    "__w": pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),
+                }
+            )
+        )
+        left = (
+            spark.read.schema(schema)
+            .parquet(*marked)
+            .select(
+                "*",
+                F.col("_metadata.file_size").alias("__f"),
+                F.col("_metadata.row_index").alias("__r"),
+            )
+        )
+        joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"), how)
+        if bits:
+            kept = joined.where(
+                keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w"))
+            )
+        else:
+            kept = joined.where(F.col("__r") >= F.col("__lo"))
+        return with_plain(kept.select(*schema.names))
+
     def join_path_scalar() -> Any:
         """``join_path`` with only longs in the joined relation: every file's words
         concatenated into one array, a scalar subquery, and each file's offset into it."""
@@ -325,6 +370,9 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         "scalar_per_file": scalar_per_file,
         "join_path": join_path,
         "join_path_scalar": join_path_scalar,
+        "join_size": join_size,
+        "join_size_left": lambda: join_size("left"),
+        "join_size_nobits": lambda: join_size(bits=False),
     }
 
 

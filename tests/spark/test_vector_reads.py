@@ -5,7 +5,8 @@ and leaves out the deleted rows in the query (``qbeast_connect.spark.vector_read
 broadcast join by file to the files' bitmaps, decoded once by the plugin. These tests pin
 the rows (against the files read with pyarrow minus their vectors), the plan (Spark's scan,
 no Python data source), the cache (one decoding per vector), the table paths and column
-names Spark spells its own way, and the error for a file without a bitmap.
+names Spark spells its own way, the join key (a file's size, its path when sizes repeat)
+and the error for a file without a bitmap.
 """
 
 from __future__ import annotations
@@ -96,6 +97,38 @@ def test_vector_reads_of_a_path_and_columns_spark_spells_its_own_way(
     assert frame.where("`a b.c` = 'k3'").count() == len(
         [i for i in range(1200) if i % 5 != 1 and i % 11 != 0 and i % 23 == 3]
     )
+
+
+def test_files_are_joined_to_their_bitmaps_by_size_and_by_path_when_sizes_repeat(
+    spark: Any, tmp_path: Path
+) -> None:
+    # the join key is the file's size (a long per row) when the files' sizes are distinct,
+    # their path otherwise: two files of the same bytes but different vectors must each
+    # get their own
+    path = str(tmp_path / "equal_sizes")
+    rows = _rows(spark, 0, 600).coalesce(1)
+    qc.write(rows, path, columnsToIndex="x,d", cubeSize=5000, **VECTORS)
+    table = qc.QbeastTable.forPath(spark, path)
+    table.delete("id % 7 = 2")
+    qc.write(rows, path, mode="append")
+    table.delete("id % 5 = 1")
+    adds = list(live_adds(path).values())
+    assert len(adds) == 2 and all(a.get("deletionVector") for a in adds)
+    assert len({a["size"] for a in adds}) == 1  # the same bytes
+    frame = qc.QbeastTable.forPath(spark, path).toDF()
+    assert "__qbeast_dv_size" not in _plan(frame)
+    first = [i for i in range(600) if i % 7 != 2 and i % 5 != 1]
+    second = [i for i in range(600) if i % 5 != 1]
+    assert _ids(frame) == sorted(first + second)
+    assert sorted(_files_minus_vectors(path).column("id").to_pylist()) == _ids(frame)
+
+    # files of distinct sizes: joined by size, the same rows as the files minus vectors
+    other = str(tmp_path / "distinct_sizes")
+    expected = _vector_table(spark, other)
+    assert len({a["size"] for a in live_adds(other).values()}) == len(live_adds(other))
+    frame = qc.QbeastTable.forPath(spark, other).toDF()
+    assert "__qbeast_dv_size" in _plan(frame)
+    assert _ids(frame) == expected
 
 
 def test_a_data_column_named_metadata_hides_no_file_metadata(spark: Any, tmp_path: Path) -> None:
