@@ -320,11 +320,51 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         )
         joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"), how)
         if bits:
-            kept = joined.where(
-                keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w"))
-            )
+            kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
         else:
             kept = joined.where(F.col("__r") >= F.col("__lo"))
+        return with_plain(kept.select(*schema.names))
+
+    def tree_scalar() -> Any:
+        """No join: each row's file found by a binary tree of comparisons of its
+        ``_metadata.file_size`` (distinct sizes), its bits in every file's words concatenated
+        in one scalar subquery, a row of a file of another size failing the query."""
+        import numpy as np
+        import pyarrow as pa
+
+        bitmaps = [bitmap_words(decoded[f]) for f in marked]
+        keys = [sizes[by_base[f.rsplit("/", 1)[1]]] for f in marked]
+        assert len(set(keys)) == len(keys), "file sizes repeat"
+        order = sorted(range(len(keys)), key=lambda i: keys[i])
+        size = F.col("_metadata.file_size")
+
+        def tree(lo: int, hi: int) -> Any:
+            if hi - lo == 1:
+                return F.lit(order[lo] + 1)
+            mid = (lo + hi) // 2
+            return F.when(size < F.lit(keys[order[mid]]), tree(lo, mid)).otherwise(tree(mid, hi))
+
+        k = tree(0, len(keys))
+        starts = np.cumsum([0] + [len(b[2]) for b in bitmaps])[:-1]
+        every = np.concatenate([b[2] for b in bitmaps])
+        carried = spark.createDataFrame(
+            pa.table({"w": pa.array([every], pa.list_(pa.int64()))})
+        ).scalar()
+
+        def pick(values: list[int]) -> Any:
+            return F.element_at(F.array(*[F.lit(int(v)) for v in values]), k)
+
+        row = F.col("_metadata.row_index")
+        first, last = pick([b[0] for b in bitmaps]), pick([b[1] for b in bitmaps])
+        bit = row - first + pick([64 * int(s) for s in starts])
+        word = F.element_at(carried, F.shiftright(bit, 6).cast("int") + 1)
+        deleted = F.bit_get(word, bit.bitwiseAND(F.lit(63)).cast("int")) == 1
+        keep = (
+            F.when(size != pick(keys), F.raise_error(F.lit("unknown file")))
+            .when((row >= first) & (row <= last), ~deleted)
+            .otherwise(F.lit(True))
+        )
+        kept = spark.read.schema(schema).parquet(*marked).where(keep)
         return with_plain(kept.select(*schema.names))
 
     def join_path_scalar() -> Any:
@@ -371,6 +411,7 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         "join_path": join_path,
         "join_path_scalar": join_path_scalar,
         "join_size": join_size,
+        "tree_scalar": tree_scalar,
         "join_size_left": lambda: join_size("left"),
         "join_size_nobits": lambda: join_size(bits=False),
     }

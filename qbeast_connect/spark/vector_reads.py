@@ -17,10 +17,11 @@ Two things come from outside the query, once, then from a cache:
 * Spark's spelling of each file's path (``_metadata.file_path``) and its size
   (``_metadata.file_size``), asked of Spark in one small job per session and file.
 
-The join key is the file's size when the files read have distinct sizes, else its path. A
-long is hashed per row where a path string was: at TPC-H sf 1 with 10% of the rows deleted
-the read took 2.8x the read of the rows rewritten away when joined by path and 1.6x by
-size (``bench/dv_read_profile.py``, ``BENCHMARKS.md``). A row of a file the join finds no
+The join key is the file's size where no other file read has the same size, else its path
+(the two groups are two scans in one union). A long is hashed per row where a path string
+was: at TPC-H sf 1 with 10% of the rows deleted the read took 2.8x the read of the rows
+rewritten away when joined by path and 1.6x-1.8x by size (``bench/dv_read_profile.py``,
+``BENCHMARKS.md``). A row of a file the join finds no
 bitmap for fails the query (``QBEAST_STORAGE``) instead of being kept or dropped.
 """
 
@@ -163,11 +164,11 @@ def read_with_vectors(
     with ``positions`` (two column names), also each row's file as Spark names it and its
     position in the file. None when it cannot be done so (a column named like a helper
     column, files Spark's names do not match one to one): the caller reads them with the
-    plugin."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
+    plugin.
 
-    from qbeast_connect.planning.predicate.sql_render import quote_identifier
+    The files whose size no other file of ``located`` has are joined to their bitmaps by
+    size, the others by path (module docstring): one scan each, in one union."""
+    from collections import Counter
 
     if any(f.name.lower() in _HELPERS for f in schema.fields):
         return None
@@ -175,21 +176,49 @@ def read_with_vectors(
     if spelled is None:
         return None
     bitmaps = _fetch_bitmaps(spark, root, vectors)
-    sizes = [size for _, size in spelled]
-    by_size = len(set(sizes)) == len(sizes)  # a long per row to hash, not a string
-    files = scan_of(located)
+    sizes = Counter(size for _, size in spelled)
+    frames = []
+    for by_size in (True, False):
+        group = [k for k, (_, size) in enumerate(spelled) if (sizes[size] == 1) == by_size]
+        if group:
+            keys = [spelled[k][1] if by_size else spelled[k][0] for k in group]
+            files = scan_of([located[k] for k in group])
+            frames.append(
+                _without_deleted(
+                    spark, files, schema, by_size, keys, [bitmaps[k] for k in group], positions
+                )
+            )
+    return frames[0] if len(frames) == 1 else frames[0].union(frames[1])
+
+
+def _without_deleted(
+    spark: SparkSession,
+    files: DataFrame,
+    schema: StructType,
+    by_size: bool,
+    keys: Sequence[int | str],
+    bitmaps: Sequence[Bitmap],
+    positions: tuple[str, str] | None,
+) -> DataFrame:
+    """The rows of the scan ``files`` that their ``bitmaps`` keep, the files joined to them
+    by ``keys``: their sizes (``by_size``) or Spark's spellings of their paths."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from qbeast_connect.planning.predicate.sql_render import quote_identifier
+
     helpers = [file_metadata(files, "row_index").alias(_ROW)]
     if by_size:
-        keys, key = pa.array(sizes, pa.int64()), _SIZE
+        key = _SIZE
         helpers.append(file_metadata(files, "file_size").alias(_SIZE))
         named = F.concat(F.lit("of "), F.col(_SIZE).cast("string"), F.lit(" bytes"))
     else:
-        keys, key, named = pa.array([n for n, _ in spelled], pa.string()), _PATH, F.col(_PATH)
+        key, named = _PATH, F.col(_PATH)
     if key == _PATH or positions is not None:
         helpers.append(file_metadata(files, "file_path").alias(_PATH))
     relation = pa.table(
         {
-            _KEY: keys,
+            _KEY: pa.array(keys, pa.int64() if key == _SIZE else pa.string()),
             _FIRST: pa.array([b[0] for b in bitmaps], pa.int64()),
             _LAST: pa.array([b[1] for b in bitmaps], pa.int64()),
             _WORDS: pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),

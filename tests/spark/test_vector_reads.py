@@ -12,6 +12,7 @@ and the error for a file without a bitmap.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -102,32 +103,36 @@ def test_vector_reads_of_a_path_and_columns_spark_spells_its_own_way(
 def test_files_are_joined_to_their_bitmaps_by_size_and_by_path_when_sizes_repeat(
     spark: Any, tmp_path: Path
 ) -> None:
-    # the join key is the file's size (a long per row) when the files' sizes are distinct,
-    # their path otherwise: two files of the same bytes but different vectors must each
-    # get their own
+    # a file is joined to its bitmap by its size (a long per row) when no other file read
+    # has that size, by its path otherwise: two files of the same bytes but different
+    # vectors must each get their own, beside a third of another size
     path = str(tmp_path / "equal_sizes")
     rows = _rows(spark, 0, 600).coalesce(1)
     qc.write(rows, path, columnsToIndex="x,d", cubeSize=5000, **VECTORS)
     table = qc.QbeastTable.forPath(spark, path)
     table.delete("id % 7 = 2")
     qc.write(rows, path, mode="append")
+    qc.write(_rows(spark, 1000, 1300).coalesce(1), path, mode="append")
     table.delete("id % 5 = 1")
     adds = list(live_adds(path).values())
-    assert len(adds) == 2 and all(a.get("deletionVector") for a in adds)
-    assert len({a["size"] for a in adds}) == 1  # the same bytes
+    assert len(adds) == 3 and all(a.get("deletionVector") for a in adds)
+    assert sorted(Counter(a["size"] for a in adds).values()) == [1, 2]  # two of equal bytes
     frame = qc.QbeastTable.forPath(spark, path).toDF()
-    assert "__qbeast_dv_size" not in _plan(frame)
+    plan = _plan(frame)
+    assert "__qbeast_dv_size" in plan and "__qbeast_dv_file" in plan  # both joins
     first = [i for i in range(600) if i % 7 != 2 and i % 5 != 1]
     second = [i for i in range(600) if i % 5 != 1]
-    assert _ids(frame) == sorted(first + second)
+    third = [i for i in range(1000, 1300) if i % 5 != 1]
+    assert _ids(frame) == sorted(first + second + third)
     assert sorted(_files_minus_vectors(path).column("id").to_pylist()) == _ids(frame)
 
-    # files of distinct sizes: joined by size, the same rows as the files minus vectors
+    # files of distinct sizes: all joined by size, none by path
     other = str(tmp_path / "distinct_sizes")
     expected = _vector_table(spark, other)
     assert len({a["size"] for a in live_adds(other).values()}) == len(live_adds(other))
     frame = qc.QbeastTable.forPath(spark, other).toDF()
-    assert "__qbeast_dv_size" in _plan(frame)
+    plan = _plan(frame)
+    assert "__qbeast_dv_size" in plan and "__qbeast_dv_file" not in plan
     assert _ids(frame) == expected
 
 
