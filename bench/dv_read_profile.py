@@ -246,19 +246,20 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
     ]
     by_base = {name.rsplit("/", 1)[1]: name for name in spelled}
 
-    def joined_to(right: Any) -> Any:
+    def joined_to(right: Any, key: str = "file_path", how: str = "inner") -> Any:
         """The files with a vector, with each row's file and position, joined to ``right``
-        (one row per file, ``__p`` its path as Spark spells it)."""
+        (one row per file, ``__p`` its ``_metadata`` field ``key``: its path as Spark spells
+        it, or its size)."""
         left = (
             spark.read.schema(schema)
             .parquet(*marked)
             .select(
                 "*",
-                F.col("_metadata.file_path").alias("__f"),
+                F.col(f"_metadata.{key}").alias("__f"),
                 F.col("_metadata.row_index").alias("__r"),
             )
         )
-        return left.join(F.broadcast(right), F.col("__f") == F.col("__p"))
+        return left.join(F.broadcast(right), F.col("__f") == F.col("__p"), how)
 
     def with_plain(frame: Any) -> Any:
         plain = [f for f, v in files if not v]
@@ -309,16 +310,7 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
                 }
             )
         )
-        left = (
-            spark.read.schema(schema)
-            .parquet(*marked)
-            .select(
-                "*",
-                F.col("_metadata.file_size").alias("__f"),
-                F.col("_metadata.row_index").alias("__r"),
-            )
-        )
-        joined = left.join(F.broadcast(right), F.col("__f") == F.col("__p"), how)
+        joined = joined_to(right, "file_size", how)
         if bits:
             kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
         else:
