@@ -236,15 +236,48 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         return union(frames)
 
     marked = [f for f, v in files if v]
-    spelled = [
-        r[0]
+    # Spark's spelling of each file's path, and its size: one job
+    sizes = {
+        r[0]: r[1]
         for r in spark.read.schema(schema)
         .parquet(*marked)
-        .select("_metadata.file_path")
+        .select("_metadata.file_path", "_metadata.file_size")
         .distinct()
         .collect()
-    ]
-    by_base = {name.rsplit("/", 1)[1]: name for name in spelled}
+    }
+    by_base = {name.rsplit("/", 1)[1]: name for name in sizes}
+    bitmaps = [bitmap_words(decoded[f]) for f in marked]
+    spelled = [by_base[f.rsplit("/", 1)[1]] for f in marked]
+    size_keys = [sizes[name] for name in spelled]
+
+    def bitmap_relation(file_keys: Any) -> Any:
+        """One row per file with a vector: its key ``__p``, first and last deleted row and
+        the bitmap's words."""
+        import pyarrow as pa
+
+        return spark.createDataFrame(
+            pa.table(
+                {
+                    "__p": file_keys,
+                    "__lo": [b[0] for b in bitmaps],
+                    "__hi": [b[1] for b in bitmaps],
+                    "__w": pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),
+                }
+            )
+        )
+
+    def concatenated() -> tuple[Any, Any]:
+        """Each file's first word in every file's words concatenated, and those words as
+        one scalar subquery."""
+        import numpy as np
+        import pyarrow as pa
+
+        starts = np.cumsum([0] + [len(b[2]) for b in bitmaps])[:-1]
+        every = np.concatenate([b[2] for b in bitmaps])
+        carried = spark.createDataFrame(
+            pa.table({"w": pa.array([every], pa.list_(pa.int64()))})
+        ).scalar()
+        return starts, carried
 
     def joined_to(right: Any, key: str = "file_path", how: str = "inner") -> Any:
         """The files with a vector, with each row's file and position, joined to ``right``
@@ -266,51 +299,15 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         return frame if not plain else frame.unionByName(spark.read.schema(schema).parquet(*plain))
 
     def join_path() -> Any:
-        import pyarrow as pa
-
-        bitmaps = [bitmap_words(decoded[f]) for f in marked]
-        right = spark.createDataFrame(
-            pa.table(
-                {
-                    "__p": [by_base[f.rsplit("/", 1)[1]] for f in marked],
-                    "__lo": [b[0] for b in bitmaps],
-                    "__hi": [b[1] for b in bitmaps],
-                    "__w": pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),
-                }
-            )
-        )
-        joined = joined_to(right)
+        joined = joined_to(bitmap_relation(spelled))
         kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
         return with_plain(kept.select(*schema.names))
-
-    sizes = {
-        r[0]: r[1]
-        for r in spark.read.schema(schema)
-        .parquet(*marked)
-        .select("_metadata.file_path", "_metadata.file_size")
-        .distinct()
-        .collect()
-    }
 
     def join_size(how: str = "inner", bits: bool = True) -> Any:
         """``join_path`` keyed by ``_metadata.file_size`` (a long) where the sizes of the
         files with a vector are distinct: no string hashed per row."""
-        import pyarrow as pa
-
-        bitmaps = [bitmap_words(decoded[f]) for f in marked]
-        keys = [sizes[by_base[f.rsplit("/", 1)[1]]] for f in marked]
-        assert len(set(keys)) == len(keys), "file sizes repeat"
-        right = spark.createDataFrame(
-            pa.table(
-                {
-                    "__p": pa.array(keys, pa.int64()),
-                    "__lo": [b[0] for b in bitmaps],
-                    "__hi": [b[1] for b in bitmaps],
-                    "__w": pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),
-                }
-            )
-        )
-        joined = joined_to(right, "file_size", how)
+        assert len(set(size_keys)) == len(size_keys), "file sizes repeat"
+        joined = joined_to(bitmap_relation(size_keys), "file_size", how)
         if bits:
             kept = joined.where(keep_row(F.col("__r"), F.col("__lo"), F.col("__hi"), F.col("__w")))
         else:
@@ -321,27 +318,20 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         """No join: each row's file found by a binary tree of comparisons of its
         ``_metadata.file_size`` (distinct sizes), its bits in every file's words concatenated
         in one scalar subquery, a row of a file of another size failing the query."""
-        import numpy as np
-        import pyarrow as pa
-
-        bitmaps = [bitmap_words(decoded[f]) for f in marked]
-        keys = [sizes[by_base[f.rsplit("/", 1)[1]]] for f in marked]
-        assert len(set(keys)) == len(keys), "file sizes repeat"
-        order = sorted(range(len(keys)), key=lambda i: keys[i])
+        assert len(set(size_keys)) == len(size_keys), "file sizes repeat"
+        order = sorted(range(len(size_keys)), key=lambda i: size_keys[i])
         size = F.col("_metadata.file_size")
 
         def tree(lo: int, hi: int) -> Any:
             if hi - lo == 1:
                 return F.lit(order[lo] + 1)
             mid = (lo + hi) // 2
-            return F.when(size < F.lit(keys[order[mid]]), tree(lo, mid)).otherwise(tree(mid, hi))
+            return F.when(size < F.lit(size_keys[order[mid]]), tree(lo, mid)).otherwise(
+                tree(mid, hi)
+            )
 
-        k = tree(0, len(keys))
-        starts = np.cumsum([0] + [len(b[2]) for b in bitmaps])[:-1]
-        every = np.concatenate([b[2] for b in bitmaps])
-        carried = spark.createDataFrame(
-            pa.table({"w": pa.array([every], pa.list_(pa.int64()))})
-        ).scalar()
+        k = tree(0, len(size_keys))
+        starts, carried = concatenated()
 
         def pick(values: list[int]) -> Any:
             return F.element_at(F.array(*[F.lit(int(v)) for v in values]), k)
@@ -352,7 +342,7 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
         word = F.element_at(carried, F.shiftright(bit, 6).cast("int") + 1)
         deleted = F.bit_get(word, bit.bitwiseAND(F.lit(63)).cast("int")) == 1
         keep = (
-            F.when(size != pick(keys), F.raise_error(F.lit("unknown file")))
+            F.when(size != pick(size_keys), F.raise_error(F.lit("unknown file")))
             .when((row >= first) & (row <= last), ~deleted)
             .otherwise(F.lit(True))
         )
@@ -362,19 +352,13 @@ def variants(spark: Any, paths: dict[str, str]) -> dict[str, Callable[[], Any]]:
     def join_path_scalar() -> Any:
         """``join_path`` with only longs in the joined relation: every file's words
         concatenated into one array, a scalar subquery, and each file's offset into it."""
-        import numpy as np
         import pyarrow as pa
 
-        bitmaps = [bitmap_words(decoded[f]) for f in marked]
-        starts = np.cumsum([0] + [len(b[2]) for b in bitmaps])[:-1]
-        every = np.concatenate([b[2] for b in bitmaps])
-        carried = spark.createDataFrame(
-            pa.table({"w": pa.array([every], pa.list_(pa.int64()))})
-        ).scalar()
+        starts, carried = concatenated()
         right = spark.createDataFrame(
             pa.table(
                 {
-                    "__p": [by_base[f.rsplit("/", 1)[1]] for f in marked],
+                    "__p": spelled,
                     # row r's bit is bit (r - lo + 64 * start) of the concatenated words
                     "__base": [b[0] - 64 * int(s) for b, s in zip(bitmaps, starts, strict=True)],
                     "__lo": [b[0] for b in bitmaps],

@@ -21,8 +21,8 @@ The join key is the file's size where no other file read has the same size, else
 (the two groups are two scans in one union). A long is hashed per row where a path string
 was: at TPC-H sf 1 with 10% of the rows deleted the read took 2.8x the read of the rows
 rewritten away when joined by path and 1.6x-1.8x by size (``bench/dv_read_profile.py``,
-``BENCHMARKS.md``). A row of a file the join finds no
-bitmap for fails the query (``QBEAST_STORAGE``) instead of being kept or dropped.
+``BENCHMARKS.md``). A row of a file the join finds no bitmap for fails the query
+(``QBEAST_STORAGE``) instead of being kept or dropped.
 """
 
 from __future__ import annotations
@@ -207,18 +207,15 @@ def _without_deleted(
 
     from qbeast_connect.planning.predicate.sql_render import quote_identifier
 
+    key = _SIZE if by_size else _PATH
     helpers = [file_metadata(files, "row_index").alias(_ROW)]
     if by_size:
-        key = _SIZE
         helpers.append(file_metadata(files, "file_size").alias(_SIZE))
-        named = F.concat(F.lit("of "), F.col(_SIZE).cast("string"), F.lit(" bytes"))
-    else:
-        key, named = _PATH, F.col(_PATH)
-    if key == _PATH or positions is not None:
+    if not by_size or positions is not None:
         helpers.append(file_metadata(files, "file_path").alias(_PATH))
     relation = pa.table(
         {
-            _KEY: pa.array(keys, pa.int64() if key == _SIZE else pa.string()),
+            _KEY: pa.array(keys, pa.int64() if by_size else pa.string()),
             _FIRST: pa.array([b[0] for b in bitmaps], pa.int64()),
             _LAST: pa.array([b[1] for b in bitmaps], pa.int64()),
             _WORDS: pa.array([b[2] for b in bitmaps], pa.list_(pa.int64())),
@@ -233,7 +230,9 @@ def _without_deleted(
     deleted = F.bit_get(word, offset.bitwiseAND(F.lit(63)).cast("int")) == 1
     unknown = F.concat(
         F.lit("[QBEAST_STORAGE] no deletion vector was found for the file "),
-        named,
+        F.concat(F.lit("of "), F.col(_SIZE).cast("string"), F.lit(" bytes"))
+        if by_size
+        else F.col(_PATH),
         F.lit(", which Spark read for a table with deletion vectors; read it again"),
     )
     keep = (
