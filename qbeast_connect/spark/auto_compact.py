@@ -44,6 +44,8 @@ from qbeast_connect.spark.snapshot import load_table_state
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession
 
+    from qbeast_connect.model.snapshot import QbeastSnapshot
+
 __all__ = ["compact_after_append"]
 
 
@@ -108,7 +110,19 @@ def _compact(
         WriteOptions(),
         keep_revision=True,
         commit_tags={AUTO_COMMIT_TAG: "true"},
+        known_rows=_known_rows(snapshot, paths),
     )
     if result.version is None:
         return AutoCompaction(None, skipped="the rows do not fit the latest revision's space")
     return AutoCompaction(result.version, result.removed_files, result.added_files, result.rows)
+
+
+def _known_rows(snapshot: QbeastSnapshot, paths: list[str]) -> int | None:
+    """The rows of ``paths`` by the log (blocks' element counts or ``numRecords``, less
+    deleted rows); None when a file's count is not recorded (a staging file without
+    statistics), so the writer does not rely on it."""
+    chosen = set(paths)
+    files = [f for f in snapshot.files if f.path in chosen]
+    if len(files) != len(chosen) or any(f.num_records is None and f.is_staging for f in files):
+        return None
+    return sum(f.live_rows for f in files)

@@ -279,13 +279,15 @@ def index_staging(
     *,
     keep_revision: bool = False,
     commit_tags: Mapping[str, str] | None = None,
+    known_rows: int | None = None,
 ) -> OptimizeResult:
     """Index staging files (read as ``source``) like an append (``latest``'s columns and
     cube size) and replace them, in one commit. With ``target`` (a new revision), index
     the rows of ``paths`` into that revision instead (optimize merging revisions). With
     ``keep_revision`` (automatic compaction: files of revisions ``latest`` covers), the
     rows join ``latest``'s tree and nothing is committed if they would need a new
-    revision; ``commit_tags`` go to ``commitInfo.tags``."""
+    revision; ``commit_tags`` go to ``commitInfo.tags``; ``known_rows``, the rows of
+    ``paths`` when the log tells them, spares a one-job attempt that could only decline."""
     from qbeast_connect.spark.write import _Writer
 
     raw: dict[str, Any] = {
@@ -306,6 +308,7 @@ def index_staging(
         target=target,
         keep_revision=keep_revision,
         commit_tags=commit_tags,
+        known_rows=known_rows,
     ).run()
     if result.skipped:
         return OptimizeResult(None, latest.revision_id, 0, 0, 0)

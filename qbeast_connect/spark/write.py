@@ -162,9 +162,7 @@ def group_by_file(
     from qbeast_connect.index.partition_trees import group_offsets, trees_to_json
     from qbeast_connect.spark.tasks import GROUP_COLUMN, assign_groups, assign_partition_groups
 
-    columns = [
-        F.col(WEIGHT_COLUMN), *[F.col(quote_identifier(n)) for n in revision.column_names]
-    ]
+    columns = [F.col(WEIGHT_COLUMN), *[F.col(quote_identifier(n)) for n in revision.column_names]]
     body: Any = assign_groups
     count = max(1, layout.group_count)
     values: dict[str, Any] = {
@@ -206,9 +204,7 @@ def estimation_fraction(total_rows: int, desired_cube_size: int) -> float:
     """
     if total_rows <= 0:
         return 1.0
-    wanted = max(
-        ESTIMATION_SAMPLE_ROWS / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size
-    )
+    wanted = max(ESTIMATION_SAMPLE_ROWS / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size)
     return min(1.0, wanted)
 
 
@@ -239,6 +235,7 @@ class _Writer:
         operation_parameters: Mapping[str, str] | None = None,
         expected_files: Mapping[str, Any] | None = None,
         vector_rows: Mapping[str, str] | None = None,
+        known_rows: int | None = None,
     ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
@@ -258,6 +255,7 @@ class _Writer:
         self.target = target
         self.keep_revision = keep_revision
         self.commit_tags = commit_tags
+        self.known_rows = known_rows  # of df, when the caller knows them (a compaction's)
         #: the table's configuration when the write started (empty for a new table)
         self.table_configuration: Mapping[str, str] = {}
         self.input_partitions = 0
@@ -448,9 +446,7 @@ class _Writer:
             return WriteResult(self.path, None, skipped=True, reason=reason)
         revision = plan.revision
         same_revision = latest is not None and not plan.is_new
-        existing = (
-            qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
-        )
+        existing = qsnap.cube_statuses(revision.revision_id) if (same_revision and qsnap) else {}
         trees = None
         weights: dict[str, int]
         with self._phase("estimation"):
@@ -501,9 +497,12 @@ class _Writer:
         """An append in one job: the input coalesced to one partition, whose write task
         computes the cube max weights and layout of its rows itself (see
         :mod:`qbeast_connect.spark.small_append`); None when the task declined the rows
-        (nothing was committed) and the append needs the regular jobs."""
+        (nothing was committed) or would (``known_rows`` over its cap: no attempt is made)
+        and the append needs the regular jobs."""
         # a compaction's input is known: rows of the latest revision's space
         max_rows = small_append.max_rows_for(self.df, compaction=self.keep_revision)
+        if self.known_rows is not None and self.known_rows > max_rows:
+            return None
         if self.partitioning is not None:
             # each partition grows its own tree (spark.time_partitions)
             statuses = time_partitions.partition_statuses(
