@@ -117,12 +117,12 @@ def _compact(
     return AutoCompaction(result.version, result.removed_files, result.added_files, result.rows)
 
 
-def _known_rows(snapshot: QbeastSnapshot, paths: list[str]) -> int | None:
-    """The rows of ``paths`` by the log (blocks' element counts or ``numRecords``, less
-    deleted rows); None when a file's count is not recorded (a staging file without
-    statistics), so the writer does not rely on it."""
+def _known_rows(snapshot: QbeastSnapshot, paths: list[str]) -> tuple[int, ...] | None:
+    """The rows of each of ``paths`` by the log (blocks' element counts or ``numRecords``,
+    less deleted rows); None when a file's count is not recorded (a staging file without
+    statistics): then the write counts them with its statistics job."""
     chosen = set(paths)
     files = [f for f in snapshot.files if f.path in chosen]
     if len(files) != len(chosen) or any(f.num_records is None and f.is_staging for f in files):
         return None
-    return sum(f.live_rows for f in files)
+    return tuple(f.live_rows for f in files)

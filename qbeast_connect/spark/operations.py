@@ -279,7 +279,7 @@ def index_staging(
     *,
     keep_revision: bool = False,
     commit_tags: Mapping[str, str] | None = None,
-    known_rows: int | None = None,
+    known_rows: Sequence[int] | None = None,
 ) -> OptimizeResult:
     """Index staging files (read as ``source``) like an append (``latest``'s columns and
     cube size) and replace them, in one commit. With ``target`` (a new revision), index
@@ -287,7 +287,7 @@ def index_staging(
     ``keep_revision`` (automatic compaction: files of revisions ``latest`` covers), the
     rows join ``latest``'s tree and nothing is committed if they would need a new
     revision; ``commit_tags`` go to ``commitInfo.tags``; ``known_rows``, the rows of
-    ``paths`` when the log tells them, spares a one-job attempt that could only decline."""
+    each of ``paths`` when the log tells them, stand for the statistics job."""
     from qbeast_connect.spark.write import _Writer
 
     raw: dict[str, Any] = {

@@ -28,7 +28,7 @@ import random
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,7 @@ from qbeast_connect.model.column_spec import ColumnSpec, parse_columns_to_index
 from qbeast_connect.model.cube_id import CubeId
 from qbeast_connect.model.revision import (
     Revision,
+    RevisionPlan,
     empty_table_revision,
     plan_revision,
 )
@@ -83,6 +84,7 @@ from qbeast_connect.spark.write_input import (
     plan_looks_nondeterministic,
     release,
 )
+from qbeast_connect.spark.write_stats import known_statistics, read_stats, stats_frame
 from qbeast_connect.write_plan import WEIGHT_COLUMN, WritePlan, WriteResult
 
 if TYPE_CHECKING:
@@ -107,27 +109,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # implementation
 # --------------------------------------------------------------------------------------
-
-
-def _stat_expression(column: str, qtype: QDataType, spark_type: str) -> str:
-    """SQL giving the column's value in the transformation domain (numbers, epoch ms)."""
-    quoted = quote_identifier(column)
-    if qtype is QDataType.TIMESTAMP:
-        return f"unix_millis({quoted})"
-    if qtype is QDataType.DATE:
-        return f"cast(unix_date({quoted}) as bigint) * 86400000"
-    if qtype in (QDataType.DOUBLE, QDataType.FLOAT):
-        # NaN and ±infinity have fixed coordinates (model.linear_scale) and stay out of the
-        # bounds: Spark's min/max would return them (NaN is its largest double)
-        return (
-            f"CASE WHEN isnan({quoted}) OR abs({quoted}) = double('Infinity') THEN NULL "
-            f"ELSE cast({quoted} as double) END"
-        )
-    if qtype is QDataType.DECIMAL or spark_type == "float":
-        return f"cast({quoted} as double)"
-    if spark_type == "boolean":
-        return f"cast({quoted} as int)"
-    return quoted
 
 
 #: Inputs with more non-empty partitions than this are brought to few write tasks before
@@ -235,7 +216,7 @@ class _Writer:
         operation_parameters: Mapping[str, str] | None = None,
         expected_files: Mapping[str, Any] | None = None,
         vector_rows: Mapping[str, str] | None = None,
-        known_rows: int | None = None,
+        known_rows: Sequence[int] | None = None,
     ) -> None:
         if not isinstance(path, str) or not path.strip():
             raise InvalidOptionError("the table path must be a non-empty string")
@@ -255,7 +236,7 @@ class _Writer:
         self.target = target
         self.keep_revision = keep_revision
         self.commit_tags = commit_tags
-        self.known_rows = known_rows  # of df, when the caller knows them (a compaction's)
+        self.known_rows = known_rows  # of each file df reads, when known (a compaction's)
         #: the table's configuration when the write started (empty for a new table)
         self.table_configuration: Mapping[str, str] = {}
         self.input_partitions = 0
@@ -414,11 +395,16 @@ class _Writer:
             fast = self._one_job_append(state, qsnap, latest, schema_string)
             if fast is not None:
                 return fast
-        with self._phase("statistics"):
-            stats_df, needs = self._stats_frame(specs, index_types, schema, latest)
-            with translate_errors():
-                rows = stats_df.collect()
-            total, per_partition, data_stats = self._read_stats(rows, specs, needs, index_types)
+        known = self.keep_revision and self.known_rows is not None and latest is not None
+        data_stats: dict[str, ColumnStats] = {}
+        if known:  # a compaction: files chosen inside latest's space, rows counted by the log
+            total, per_partition = known_statistics(self.known_rows or ())
+        else:
+            with self._phase("statistics"):
+                stats_df, needs = stats_frame(self.df, specs, index_types, schema, latest)
+                with translate_errors():
+                    rows = stats_df.collect()
+                total, per_partition, data_stats = read_stats(rows, specs, needs, index_types)
         self.input_partitions = len(per_partition)
         now = int(time.time() * 1000)
         rng = random.Random()
@@ -428,7 +414,7 @@ class _Writer:
             changed = schema_string != state.schema_string
             return self._commit(state, None, {}, None, None, schema_string if changed else None,
                                 new_revision=False, schema_changed=changed)
-        plan = plan_revision(
+        plan = RevisionPlan(latest, False) if known and latest else plan_revision(
             self.target or latest,
             specs,
             index_types,
@@ -501,7 +487,7 @@ class _Writer:
         and the append needs the regular jobs."""
         # a compaction's input is known: rows of the latest revision's space
         max_rows = small_append.max_rows_for(self.df, compaction=self.keep_revision)
-        if self.known_rows is not None and self.known_rows > max_rows:
+        if self.known_rows is not None and sum(self.known_rows) > max_rows:
             return None
         if self.partitioning is not None:
             # each partition grows its own tree (spark.time_partitions)
@@ -545,60 +531,6 @@ class _Writer:
         return table_string if merged is None else merged
 
     # -- jobs --------------------------------------------------------------------------
-
-    def _stats_frame(
-        self,
-        specs: tuple[ColumnSpec, ...],
-        index_types: Mapping[str, QDataType],
-        schema: StructType,
-        latest: Revision | None,
-    ) -> tuple[DataFrame, list[str]]:
-        """The statistics aggregation (one row per input partition) and the columns it
-        computes bounds for."""
-        from pyspark.sql import functions as F
-
-        types = column_types(str(schema.json()))
-        aggs = [F.count(F.lit(1)).alias("__n")]
-        needs: list[str] = []
-        for i, spec in enumerate(specs):
-            transformer_type = spec.transformer_type
-            if transformer_type is None and latest is not None:
-                kept = latest.column_transformers[i].type_name
-                transformer_type = None if kept == "empty" else kept
-            qtype = index_types[spec.name]
-            is_ordered = qtype is not QDataType.STRING
-            if transformer_type in (None, "linear") and is_ordered:
-                expr = F.expr(_stat_expression(spec.name, qtype, types.get(spec.name, "")))
-                aggs += [F.min(expr).alias(f"__min{i}"), F.max(expr).alias(f"__max{i}")]
-                needs.append(spec.name)
-        return self.df.groupBy(F.spark_partition_id().alias("__p")).agg(*aggs), needs
-
-    @staticmethod
-    def _read_stats(
-        rows: list[Any],
-        specs: tuple[ColumnSpec, ...],
-        needs: list[str],
-        index_types: Mapping[str, QDataType],
-    ) -> tuple[int, list[int], dict[str, ColumnStats]]:
-        per_partition = [int(r["__n"]) for r in rows]
-        total = sum(per_partition)
-        stats: dict[str, ColumnStats] = {}
-        for i, spec in enumerate(specs):
-            if spec.name not in needs:
-                continue
-            mins = [r[f"__min{i}"] for r in rows if r[f"__min{i}"] is not None]
-            maxs = [r[f"__max{i}"] for r in rows if r[f"__max{i}"] is not None]
-            low = min(mins) if mins else None
-            high = max(maxs) if maxs else None
-            qtype = index_types[spec.name]
-            if qtype in (QDataType.DOUBLE, QDataType.DECIMAL, QDataType.FLOAT):
-                # finite (see _stat_expression); + 0.0 stores -0.0 as 0.0
-                low = None if low is None else float(low) + 0.0
-                high = None if high is None else float(high) + 0.0
-            elif low is not None:
-                low, high = int(low), int(high)  # type: ignore[arg-type]
-            stats[spec.name] = ColumnStats(min=low, max=high)
-        return total, per_partition, stats
 
     @staticmethod
     def _estimation_params(

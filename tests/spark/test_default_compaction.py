@@ -319,15 +319,19 @@ def test_staging_files_inside_the_latest_revision_are_indexed_by_the_compaction(
     )
 
 
-def test_a_compaction_known_to_exceed_the_one_job_cap_makes_no_one_job_attempt(
+def test_a_compaction_counts_its_rows_from_the_log_instead_of_running_jobs(
     spark: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    """The log tells a compaction's rows before it reads any. When they are more than a
-    one-job attempt takes (its cap, lowered here to 1,000 rows), the attempt could only
-    read 1,000 rows and decline, so the compaction goes straight to the regular jobs (this
-    attempt cost a 400,000-row compaction 0.8-1.7 s of its 5.5-7.6 s); at the cap it still
-    takes the one job. Either way the rows and samples are the appended ones."""
-    from qbeast_connect.spark import small_append
+    """The log tells a compaction's rows before it reads any, and the policy chose files
+    inside the latest revision's space. So a compaction runs no statistics job (the
+    estimation's partitions are the files), and when its rows are more than a one-job
+    attempt takes (its cap, lowered here to 1,000 rows) it makes none: the attempt could
+    only read 1,000 rows and decline (both cost a 400,000-row compaction 1.1-2.9 s of its
+    5.5-7.6 s). At the cap it still takes the one job. Either way the rows and samples are
+    the appended ones."""
+    import inspect
+
+    from qbeast_connect.spark import small_append, write
     from qbeast_connect.spark.write import _Writer
 
     monkeypatch.setattr(small_append, "SMALL_APPEND_MAX_ROWS", 1000)
@@ -340,6 +344,14 @@ def test_a_compaction_known_to_exceed_the_one_job_cap_makes_no_one_job_attempt(
         return commit(self, *args, **kwargs)
 
     monkeypatch.setattr(_Writer, "_commit", spy)
+    jobs: list[tuple[str, bool]] = []  # statistics jobs run: whether a compaction's
+    stats_frame = write.stats_frame
+
+    def stats_spy(*args: Any) -> Any:
+        jobs.append(("statistics", inspect.stack()[1].frame.f_locals["self"].keep_revision))
+        return stats_frame(*args)
+
+    monkeypatch.setattr(write, "stats_frame", stats_spy)
     path = str(tmp_path / "capped")
     results = _appends(spark, path, 4)
     compaction = results[3].compaction
@@ -348,6 +360,9 @@ def test_a_compaction_known_to_exceed_the_one_job_cap_makes_no_one_job_attempt(
     # the three appends after the first tried the one job (unknown size, under its cap of
     # 10,000 for a scan); the compaction of 1,600 known rows did not
     assert attempts == [False, False, False]
+    # nor did it count its rows with a statistics job (the creating write ran one): the
+    # log counted them (4 x 400)
+    assert jobs and all(not compaction for _, compaction in jobs), jobs
     table = qc.QbeastTable.forPath(spark, path)
     data = _events(spark, 0)
     for hour in range(1, 4):
