@@ -176,16 +176,20 @@ ESTIMATION_SAMPLE_ROWS = 1_000_000
 ESTIMATION_ROWS_PER_CUBE = 2_000
 
 
-def estimation_fraction(total_rows: int, desired_cube_size: int) -> float:
+def estimation_fraction(
+    total_rows: int, desired_cube_size: int, least_rows: int = ESTIMATION_SAMPLE_ROWS
+) -> float:
     """Share of the rows the estimation job reads.
 
     Cube max weights only need enough rows per cube to be estimated well, so large inputs
-    are estimated on a Bernoulli sample that keeps at least ``ESTIMATION_SAMPLE_ROWS`` rows
-    and ``ESTIMATION_ROWS_PER_CUBE`` rows per desired cube; the domains are scaled back.
+    are estimated on a Bernoulli sample that keeps at least ``least_rows`` rows (an
+    automatic compaction passes 0: rows already indexed, known to be in the revision's
+    space) and ``ESTIMATION_ROWS_PER_CUBE`` rows per desired cube; the domains are scaled
+    back.
     """
     if total_rows <= 0:
         return 1.0
-    wanted = max(ESTIMATION_SAMPLE_ROWS / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size)
+    wanted = max(least_rows / total_rows, ESTIMATION_ROWS_PER_CUBE / desired_cube_size)
     return min(1.0, wanted)
 
 
@@ -445,7 +449,7 @@ class _Writer:
                     if (same_revision and qsnap)
                     else {}
                 )
-                params, fraction = self._estimation_params(revision, total, per_partition, {})
+                params, fraction = self._estimation_params(revision, total, per_partition)
                 trees = time_partitions.estimate_trees(
                     self.df, revision, self.partitioning, params, fraction, statuses
                 )
@@ -532,19 +536,20 @@ class _Writer:
 
     # -- jobs --------------------------------------------------------------------------
 
-    @staticmethod
     def _estimation_params(
+        self,
         revision: Revision,
         total: int,
         per_partition: list[int],
-        existing: Mapping[CubeId, Any],
+        existing: Mapping[CubeId, Any] | None = None,
     ) -> tuple[dict[str, Any], float]:
         """The estimation job's parameters and the share of the rows it samples."""
         from qbeast_connect.index.estimation import group_cube_size
 
         buffer = BUFFER_CAPACITY_DEFAULT
         dcs = revision.desired_cube_size
-        fraction = estimation_fraction(total, dcs)
+        least = 0 if self.keep_revision else ESTIMATION_SAMPLE_ROWS
+        fraction = estimation_fraction(total, dcs, least)
         sampled = [n * fraction for n in per_partition if n > 0]
         num_trees = sum(max(1, -(-int(n) // buffer)) for n in sampled)
         gcs = group_cube_size(max(1, int(dcs * fraction)), num_trees)
@@ -552,7 +557,7 @@ class _Writer:
             "revision": revision.to_json(),
             "groupCubeSize": gcs,
             "bufferCapacity": buffer,
-            "existing": _inner_weights(existing),
+            "existing": _inner_weights(existing or {}),
         }
         return params, fraction
 
