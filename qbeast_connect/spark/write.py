@@ -182,10 +182,10 @@ def estimation_fraction(
     """Share of the rows the estimation job reads.
 
     Cube max weights only need enough rows per cube to be estimated well, so large inputs
-    are estimated on a Bernoulli sample that keeps at least ``least_rows`` rows (an
-    automatic compaction passes 0: rows already indexed, known to be in the revision's
-    space) and ``ESTIMATION_ROWS_PER_CUBE`` rows per desired cube; the domains are scaled
-    back.
+    are estimated on a Bernoulli sample that keeps at least ``least_rows`` rows (the
+    automatic compaction of a table that is one tree passes 0: rows already indexed, known
+    to be in the revision's space) and ``ESTIMATION_ROWS_PER_CUBE`` rows per desired cube;
+    the domains are scaled back.
     """
     if total_rows <= 0:
         return 1.0
@@ -548,7 +548,10 @@ class _Writer:
 
         buffer = BUFFER_CAPACITY_DEFAULT
         dcs = revision.desired_cube_size
-        least = 0 if self.keep_revision else ESTIMATION_SAMPLE_ROWS
+        # a compaction of one tree: a sample of 2,000 rows per cube (a time partition's
+        # tree may hold few rows, so time-partitioned tables keep the floor)
+        one_tree = self.keep_revision and self.partitioning is None
+        least = 0 if one_tree else ESTIMATION_SAMPLE_ROWS
         fraction = estimation_fraction(total, dcs, least)
         sampled = [n * fraction for n in per_partition if n > 0]
         num_trees = sum(max(1, -(-int(n) // buffer)) for n in sampled)
