@@ -121,8 +121,8 @@ def _known_rows(snapshot: QbeastSnapshot, paths: list[str]) -> tuple[int, ...] |
     """The rows of each of ``paths`` by the log (blocks' element counts or ``numRecords``,
     less deleted rows); None when a file's count is not recorded (a staging file without
     statistics): then the write counts them with its statistics job."""
-    chosen = set(paths)
+    chosen = set(paths)  # files of the snapshot (files_to_compact chose them there)
     files = [f for f in snapshot.files if f.path in chosen]
-    if len(files) != len(chosen) or any(f.num_records is None and f.is_staging for f in files):
+    if any(f.num_records is None and f.is_staging for f in files):
         return None
     return tuple(f.live_rows for f in files)

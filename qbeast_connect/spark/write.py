@@ -399,10 +399,11 @@ class _Writer:
             fast = self._one_job_append(state, qsnap, latest, schema_string)
             if fast is not None:
                 return fast
-        known = self.keep_revision and self.known_rows is not None and latest is not None
+        # a compaction: files chosen inside latest's space, their rows counted by the log
+        known = self.known_rows if self.keep_revision and latest is not None else None
         data_stats: dict[str, ColumnStats] = {}
-        if known:  # a compaction: files chosen inside latest's space, rows counted by the log
-            total, per_partition = known_statistics(self.known_rows or ())
+        if known is not None:
+            total, per_partition = known_statistics(known)
         else:
             with self._phase("statistics"):
                 stats_df, needs = stats_frame(self.df, specs, index_types, schema, latest)
@@ -418,7 +419,7 @@ class _Writer:
             changed = schema_string != state.schema_string
             return self._commit(state, None, {}, None, None, schema_string if changed else None,
                                 new_revision=False, schema_changed=changed)
-        plan = RevisionPlan(latest, False) if known and latest else plan_revision(
+        plan = RevisionPlan(latest, False) if known is not None and latest else plan_revision(
             self.target or latest,
             specs,
             index_types,
@@ -449,7 +450,7 @@ class _Writer:
                     if (same_revision and qsnap)
                     else {}
                 )
-                params, fraction = self._estimation_params(revision, total, per_partition)
+                params, fraction = self._estimation_params(revision, total, per_partition, {})
                 trees = time_partitions.estimate_trees(
                     self.df, revision, self.partitioning, params, fraction, statuses
                 )
@@ -541,7 +542,7 @@ class _Writer:
         revision: Revision,
         total: int,
         per_partition: list[int],
-        existing: Mapping[CubeId, Any] | None = None,
+        existing: Mapping[CubeId, Any],
     ) -> tuple[dict[str, Any], float]:
         """The estimation job's parameters and the share of the rows it samples."""
         from qbeast_connect.index.estimation import group_cube_size
@@ -560,7 +561,7 @@ class _Writer:
             "revision": revision.to_json(),
             "groupCubeSize": gcs,
             "bufferCapacity": buffer,
-            "existing": _inner_weights(existing or {}),
+            "existing": _inner_weights(existing),
         }
         return params, fraction
 
