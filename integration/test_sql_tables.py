@@ -149,6 +149,10 @@ _NEW_TABLE_CLIENT = textwrap.dedent(
     run("filtered", "SELECT count(*), sum(id) FROM sql_new WHERE id BETWEEN 100 AND 199")
     run("named", "SELECT name FROM sql_new WHERE id = 900")
     run("sample", "SELECT id FROM sql_new TABLESAMPLE (20 PERCENT)")
+    run("sample_table", f"CREATE TABLE sql_new_s USING qbeast OPTIONS (sampleFraction '0.2') "
+        f"LOCATION '{root}/new'")
+    run("sample_rows", "SELECT id FROM sql_new_s")
+    run("sample_drop", "DROP TABLE sql_new_s")
     run("outside", "INSERT INTO sql_new VALUES (5000, 0.5, 'out')")
     run("after_outside", "SELECT count(*) FROM sql_new")
     run("overwrite", "INSERT OVERWRITE sql_new SELECT id, 0.25, 'o' FROM range(0, 100)")
@@ -205,6 +209,10 @@ def test_sql_text_alone_creates_a_new_table(
     assert out["named"] == [["v"]]
     sampled = [row[0] for row in out["sample"]]
     assert 0 < len(sampled) < 501 and set(sampled) <= set(ids)
+    # the server runs the SQL extension: TABLESAMPLE is the qbeast sample, the rows of a
+    # table created with sampleFraction
+    assert out["sample_table"] == [] and out["sample_drop"] == []
+    assert sorted(sampled) == sorted(row[0] for row in out["sample_rows"])
     # a row outside the space the options fixed is refused, and nothing is written
     assert "QBEAST_INVALID_OPTION" in out["outside"] and "outside the space" in out["outside"]
     assert out["after_outside"] == [[501]]

@@ -3,6 +3,7 @@
 ::
 
     qbeast-connect server start [--port 15002] [--host 127.0.0.1] [--master local[*]] [--delta]
+        [--sql-extension auto|on|off]
     qbeast-connect server status | stop
     qbeast-connect describe PATH
     qbeast-connect metrics PATH [--revision N] [--json]
@@ -136,6 +137,10 @@ def cmd_server_start(args: argparse.Namespace) -> int:
         from qbeast_connect.spark.delta_jvm import delta_jars
 
         delta_jars()  # fetched here, where a failure is reported, not in the child
+    if args.sql_extension != "off":
+        from qbeast_connect.spark.sql_extension import server_conf
+
+        server_conf({}, args.sql_extension == "on" or None)  # built here, like Delta's jars
     if args.foreground:
         return _run_foreground(args, path)
     if _port_open(args.port):
@@ -164,6 +169,7 @@ def cmd_server_start(args: argparse.Namespace) -> int:
         argv += ["--master", args.master]
     if args.delta:
         argv.append("--delta")
+    argv += ["--sql-extension", args.sql_extension]
     if args.catalog:
         argv += ["--catalog", str(Path(args.catalog).expanduser().resolve())]
     for pair in args.conf:
@@ -212,6 +218,7 @@ def _run_foreground(args: argparse.Namespace, path: Path) -> int:
         host=args.host,
         conf=conf,
         log_path=log_file,
+        sql_extension={"on": True, "off": False}.get(args.sql_extension),
     )
 
     def _stop(signum: int, frame: Any) -> None:
@@ -523,6 +530,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run Delta Lake's engine (jars fetched with Maven on first use): "
         "format('delta'), DESCRIBE HISTORY, DELETE/MERGE/OPTIMIZE on delta.`path`",
+    )
+    start.add_argument(
+        "--sql-extension",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="run qbeast-connect's SQL extension, which pushes TABLESAMPLE and "
+        "DataFrame.sample of qbeast tables to the index (compiled with javac on first use): "
+        "auto (the default) when this machine has javac, on (an error without it), off",
     )
     start.add_argument(
         "--foreground", action="store_true", help="run in this process until stopped (containers)"

@@ -35,6 +35,7 @@ __all__ = [
     "read_delta_snapshot",
     "sample_columns",
     "sample_fraction",
+    "table_sample",
 ]
 
 
@@ -164,6 +165,34 @@ def sample_fraction(options: Mapping[str, str]) -> float | None:
     return validate_fraction(value)
 
 
+#: The read options the server's SQL extension adds when it takes a ``TABLESAMPLE`` or
+#: ``DataFrame.sample`` off the plan (``qbeast_connect/spark/jvm``, ``QbeastSampleRule``).
+TABLE_SAMPLE_OPTION = "tableSampleFraction"
+TABLE_SAMPLE_SEED_OPTION = "tableSampleSeed"
+
+
+def table_sample(options: Mapping[str, str]) -> tuple[float, int] | None:
+    """``(fraction, seed)`` of a sample the SQL extension pushed to the read (None: none).
+
+    Raises:
+        InvalidOptionError: the options are not a fraction in (0, 1] and an integer seed.
+    """
+    from qbeast_connect.planning.file_planner import validate_fraction
+
+    lowered = {k.lower(): v for k, v in options.items()}
+    text = lowered.get(TABLE_SAMPLE_OPTION.lower())
+    if text is None:
+        return None
+    try:
+        fraction, seed = float(text), int(lowered.get(TABLE_SAMPLE_SEED_OPTION.lower(), "0"))
+    except ValueError:
+        raise InvalidOptionError(
+            f"options {TABLE_SAMPLE_OPTION}={text!r} and {TABLE_SAMPLE_SEED_OPTION} must be a "
+            "number in (0, 1] and an integer (the server's SQL extension sets them)"
+        ) from None
+    return validate_fraction(fraction), seed
+
+
 def sample_columns(qsnap: QbeastSnapshot, path: str) -> tuple[str, ...]:
     """The columns whose hash is a row's weight: the latest revision's indexed columns.
 
@@ -197,6 +226,7 @@ class QbeastScanReader(ParquetFilesReader):
         storage_options: Mapping[str, str] | None = None,
         column_mapping_mode: str | None = None,
         sample: tuple[Sequence[str], float] | None = None,
+        bernoulli: tuple[float, int] | None = None,
     ) -> None:
         from qbeast_connect.planning.file_planner import weight_range_for_fraction
 
@@ -207,6 +237,7 @@ class QbeastScanReader(ParquetFilesReader):
             storage_options=storage_settings(storage_options),
             column_mapping_mode=column_mapping_mode,
             sample=None if sample is None or bound is None else (sample[0], bound),
+            bernoulli=bernoulli,
         )
         self.version = version
         self.fraction = None if sample is None else sample[1]

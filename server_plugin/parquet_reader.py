@@ -175,6 +175,16 @@ def sampled_rows(batch: pa.RecordBatch, columns: Sequence[str], bound: int) -> p
     return batch.filter(pa.array(weights < bound))
 
 
+def bernoulli_draws(seed: int, key: str) -> np.random.Generator:
+    """The random generator of a Bernoulli sample of one file: the same seed and file
+    draw the same rows on every read."""
+    import zlib
+
+    import numpy as np
+
+    return np.random.default_rng([seed % 2**64, zlib.crc32(key.encode())])
+
+
 class ParquetFilesReader(DataSourceReader):
     """Reads files of one table through the plugin's storage.
 
@@ -196,6 +206,9 @@ class ParquetFilesReader(DataSourceReader):
         sample: ``(indexed columns, weight bound)``: only the rows whose weight (Spark's
             ``hash`` of those columns) is below the bound are returned, the rows of a
             qbeast ``sample(f)``; None returns every row.
+        bernoulli: ``(fraction, seed)``: each row is kept with that probability, drawn from
+            a generator seeded by the seed and the file (a ``TABLESAMPLE`` of a table with
+            no qbeast metadata, handed to the source by the server's SQL extension).
     """
 
     def __init__(
@@ -208,6 +221,7 @@ class ParquetFilesReader(DataSourceReader):
         deletion_vectors: Mapping[str, Mapping[str, Any]] | None = None,
         column_mapping_mode: str | None = None,
         sample: tuple[Sequence[str], int] | None = None,
+        bernoulli: tuple[float, int] | None = None,
     ) -> None:
         self.root = root
         self.schema = schema
@@ -217,6 +231,7 @@ class ParquetFilesReader(DataSourceReader):
         self.deletion_vectors = {k: dict(v) for k, v in (deletion_vectors or {}).items()}
         self.column_mapping_mode = column_mapping_mode
         self.sample = None if sample is None else (tuple(sample[0]), int(sample[1]))
+        self.bernoulli = None if bernoulli is None else (float(bernoulli[0]), int(bernoulli[1]))
 
     def selected(self) -> list[tuple[str, int]]:
         """``(storage key, size)`` of every file the read opens (subclasses may plan them)."""
@@ -265,6 +280,7 @@ class ParquetFilesReader(DataSourceReader):
         for key, strings, vector in entries:
             values = typed_partition_values(stored, strings or {})
             deleted = None if vector is None else deleted_rows(storage, vector)
+            draws = None if self.bernoulli is None else bernoulli_draws(self.bernoulli[1], key)
             with open_parquet(storage, key, self.root) as parquet:
                 legacy = legacy_calendar(parquet)
                 columns = [
@@ -293,5 +309,8 @@ class ParquetFilesReader(DataSourceReader):
                             ).append_column(ROW_COLUMN, batch.column(ROW_COLUMN))
                         if self.sample is not None:
                             out = sampled_rows(out, *self.sample)
+                        if draws is not None and self.bernoulli is not None:
+                            keep = draws.random(out.num_rows) < self.bernoulli[0]
+                            out = out.filter(pa.array(keep))
                         if out.num_rows:
                             yield out

@@ -83,6 +83,7 @@ from server_plugin.format_read import (
     read_delta_snapshot,
     sample_columns,
     sample_fraction,
+    table_sample,
 )
 
 if TYPE_CHECKING:
@@ -508,8 +509,9 @@ class QbeastDataSource(DataSource):
         version = self._version()
         mode = getattr(self, "_mapping_mode", None)
         fraction = sample_fraction(options)
-        sample = None
-        if mode is None or fraction is not None:
+        pushed = table_sample(options)
+        sample = bernoulli = None
+        if mode is None or fraction is not None or pushed is not None:
             # a schema given by the reader: the table's mapping is still needed; a sample
             # needs the indexed columns of the version the files are planned at
             with storage_scope(options):
@@ -517,12 +519,19 @@ class QbeastDataSource(DataSource):
             if snapshot is None:
                 raise TableNotFoundError(f"no table at {path}")
             mode = mapping_mode(snapshot.metadata.configuration)
+            qsnap = qbeast_view(snapshot)
+            if pushed is not None and qsnap.is_qbeast and qsnap.latest_revision is not None:
+                # a TABLESAMPLE of a qbeast table (or of a sample table: a sample of the
+                # rows below weight(f) is the rows below weight(f * g))
+                fraction = (1.0 if fraction is None else fraction) * pushed[0]
+            elif pushed is not None and fraction is None:
+                bernoulli = pushed  # no weights to sample by: Spark's kind of sample
             if fraction is not None:
                 version = snapshot.version
-                sample = (sample_columns(qbeast_view(snapshot), path), fraction)
+                sample = (sample_columns(qsnap, path), fraction)
         pushdown = _flag(options, "filterPushdown", True)
         reader = QbeastPushdownReader if pushdown else QbeastScanReader
-        return reader(path, version, schema, options, mode, sample)
+        return reader(path, version, schema, options, mode, sample, bernoulli)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         from server_plugin.locations import prepare_location

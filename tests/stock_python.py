@@ -138,6 +138,7 @@ def start_stock_server(
                 "PYTHONPATH": "",
                 "PWD": str(workdir),
             },
+            sql_extension=False,  # nothing of ours on a stock server's JVM either
             log_path=log_path,
         ).start()
     finally:

@@ -51,13 +51,18 @@ def delta_version() -> str:
     return match.group(1).strip()
 
 
-def jars_dir(cache: str | os.PathLike[str] | None = None) -> Path:
-    """The folder the jars of this Delta version are (or will be) kept in."""
+def cache_root(cache: str | os.PathLike[str] | None = None) -> Path:
+    """The folder jars are kept in: ``cache``, ``$QBEAST_CONNECT_JARS`` or the user's cache."""
     root = cache or os.environ.get(JARS_ENV)
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
         root = os.path.join(base, "qbeast-connect", "jars")
-    return Path(root) / f"delta-{delta_version()}"
+    return Path(root)
+
+
+def jars_dir(cache: str | os.PathLike[str] | None = None) -> Path:
+    """The folder the jars of this Delta version are (or will be) kept in."""
+    return cache_root(cache) / f"delta-{delta_version()}"
 
 
 def delta_jars(cache: str | os.PathLike[str] | None = None, *, timeout: float = 900.0) -> list[str]:
@@ -162,12 +167,19 @@ def with_delta(
 ) -> dict[str, str]:
     """``conf`` plus Delta's server settings; an extension the user set is kept, Delta's
     is added after it, and user jars stay on the class path."""
+    return with_server_conf(conf, delta_server_conf(cache))
+
+
+def with_server_conf(conf: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` plus ``extra``: jars and SQL extensions are listed after the ones ``conf``
+    names (once each); any other setting ``conf`` has wins (a user's own default catalog
+    may itself be Delta's or wrap it)."""
     merged = dict(conf)
-    for key, value in delta_server_conf(cache).items():
+    for key, value in extra.items():
         current = merged.get(key)
         if not current:
             merged[key] = value
-        elif key in ("spark.jars", "spark.sql.extensions") and value not in current.split(","):
-            merged[key] = f"{current},{value}"
-        # a user's own default catalog wins: it may itself be Delta's or wrap it
+        elif key in ("spark.jars", "spark.sql.extensions"):
+            listed = current.split(",")
+            merged[key] = ",".join([*listed, *(v for v in value.split(",") if v not in listed)])
     return merged

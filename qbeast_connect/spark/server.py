@@ -227,6 +227,10 @@ class LocalConnectServer:
         log_path: where the server's output goes; a temporary file when None.
         env: extra environment variables for the server process.
         host: address the server listens on (``0.0.0.0`` for every interface).
+        sql_extension: run qbeast-connect's SQL extension, which pushes ``TABLESAMPLE`` and
+            ``DataFrame.sample`` of qbeast tables to the index (``spark/sql_extension.py``):
+            None (the default) when this machine has a Java compiler to build it, True
+            always (an error without one), False never.
     """
 
     def __init__(
@@ -238,7 +242,9 @@ class LocalConnectServer:
         log_path: str | None = None,
         env: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
+        sql_extension: bool | None = None,
     ) -> None:
+        self.sql_extension = sql_extension
         self.extra_env = dict(env or {})
         self.host = host
         self.master = master or f"local[{os.cpu_count() or 2}]"
@@ -300,8 +306,12 @@ class LocalConnectServer:
 
         Raises:
             JavaNotFoundError: Java is missing.
+            MissingDependencyError: ``sql_extension=True`` and the extension cannot be built.
             QbeastError: the server exited or did not open its port in time.
         """
+        from qbeast_connect.spark.sql_extension import server_conf
+
+        self.conf = server_conf(self.conf, self.sql_extension)
         env = spark_process_env(self.extra_env)
         self.archive = class_archive.plan(
             find_java(), env["SPARK_HOME"], self.conf, tag=f"{os.getpid()}-{self.port}"

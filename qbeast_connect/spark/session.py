@@ -35,6 +35,7 @@ def session(
     call_timeout: float | None = None,
     delta: bool = False,
     catalog: str | os.PathLike[str] | None = None,
+    sql_extension: bool | None = None,
     **conf: str,
 ) -> SparkSession:
     """Return a Spark Connect session with the qbeast server plugin available.
@@ -62,6 +63,12 @@ def session(
             names made with ``CREATE TABLE … USING qbeast`` outlive the server: the next
             ``session(catalog=<the same directory>)`` finds them. None (the default): an
             in-memory catalog, empty at every start. A remote server uses its own catalog.
+        sql_extension: run qbeast-connect's SQL extension on the embedded server, which
+            hands ``TABLESAMPLE`` and ``DataFrame.sample`` of qbeast tables to the index (the
+            rows of ``QbeastTable.sample``, from the files it selects; see
+            ``spark/sql_extension.py``): None (the default) when this machine has a Java
+            compiler to build it, True always, False never (samples are then Spark's, after
+            a read of every file). With a remote server, True checks that it runs it.
         **conf: Spark settings. For an embedded server they are passed at start-up, so
             static settings work too; for a remote server they are set on the session.
 
@@ -77,7 +84,8 @@ def session(
         InvalidOptionError: a timeout is not a positive number of seconds; ``catalog`` given
             with a remote server, or while the embedded server runs with another catalog.
         MissingDependencyError: ``delta=True`` and Delta's jars could not be fetched, or the
-            remote server does not run Delta's extension.
+            remote server does not run Delta's extension; ``sql_extension=True`` and the
+            extension cannot be built, or the remote server does not run it.
 
     Example:
         >>> import qbeast_connect as qc
@@ -121,7 +129,8 @@ def session(
                     from qbeast_connect.spark.delta_jvm import with_delta
 
                     server_conf = with_delta(server_conf)
-                server = LocalConnectServer(conf=server_conf).start()
+                server = LocalConnectServer(conf=server_conf, sql_extension=sql_extension)
+                server.start()
                 _embedded[target] = server
                 _catalogs[target] = wanted
             url, session_conf = server.url, {}
@@ -137,6 +146,8 @@ def session(
             _set_conf(spark, session_conf)
             if delta:
                 _require_delta(spark, url)
+            if sql_extension:
+                _require_sql_extension(spark, url)
             register_plugin(spark)
         except BaseException:
             # the client would otherwise send clean-up calls to the server at exit
@@ -173,6 +184,22 @@ def _require_delta(spark: SparkSession, url: str) -> None:
             f"(spark.sql.extensions does not name {extension}): start it with "
             "'qbeast-connect server start --delta', or with Delta's jars and the settings "
             + ", ".join(f"{k}={v}" for k, v in DELTA_SESSION_CONF.items())
+        )
+
+
+def _require_sql_extension(spark: SparkSession, url: str) -> None:
+    """Raise unless the server of ``spark`` runs qbeast-connect's SQL extension."""
+    from qbeast_connect.exceptions import MissingDependencyError
+    from qbeast_connect.spark.sql_extension import EXTENSION_CLASS
+
+    configured = spark.conf.get("spark.sql.extensions", "") or ""
+    if EXTENSION_CLASS not in configured.split(","):
+        raise MissingDependencyError(
+            f"sql_extension=True, but the server at {url} does not run qbeast-connect's SQL "
+            f"extension (spark.sql.extensions does not name {EXTENSION_CLASS}): start it with "
+            "'qbeast-connect server start', or with --jars <the jar 'python -m "
+            f"qbeast_connect.spark.sql_extension' prints> --conf spark.sql.extensions="
+            f"{EXTENSION_CLASS}"
         )
 
 
