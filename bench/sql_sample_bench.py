@@ -7,11 +7,14 @@ Usage: QBEAST_BENCH_DIR=/tmp/qbeast-bench-sql python -m bench.sql_sample_bench -
 TPC-H lineitem is written once as a qbeast table (``bench.common.indexed_copy``). Then, for
 each fraction, the same aggregate (``bench.query_bench.aggregate``) runs over
 ``SELECT * FROM li_sample`` (a table ``CREATE``d with ``OPTIONS (sampleFraction 'f')``),
-``QbeastTable.sample(f)``, and ``SELECT * FROM li TABLESAMPLE (f*100 PERCENT)``; bytes are
-the sizes of the files each read opens (the plugin's planner run in this process for the
-SQL sample, ``inputFiles()`` for ``QbeastTable.sample``, every file for ``TABLESAMPLE``,
-which Spark applies after a full read). Times are medians of ``--runs`` after one untimed
-run, interleaved.
+``QbeastTable.sample(f)``, ``SELECT * FROM li TABLESAMPLE (f*100 PERCENT)`` and
+``spark.read.format("qbeast").load(path).sample(fraction=f)``; bytes are the sizes of the
+files each read opens (the plugin's planner run in this process for the reads through the
+plugin, ``inputFiles()`` for ``QbeastTable.sample``). With the server's SQL extension (the
+default where a JDK is present; ``--sql-extension off`` for Spark's own sample) the last two
+reach the plugin as the read options the extension's rule adds; without it Spark samples
+after reading every file. Times are medians of ``--runs`` after one untimed run,
+interleaved.
 """
 
 from __future__ import annotations
@@ -39,11 +42,11 @@ def _files_bytes(files: list[str]) -> int:
     return sum(os.path.getsize(p.removeprefix("file:")) for p in files)
 
 
-def _sql_sample_bytes(path: str, fraction: float) -> int:
-    """Bytes of the files a ``format("qbeast")`` read with ``sampleFraction`` opens."""
+def _plugin_bytes(path: str, **options: str) -> int:
+    """Bytes of the files a ``format("qbeast")`` read with these options opens."""
     from server_plugin.qbeast_format import QbeastDataSource
 
-    source = QbeastDataSource({"path": path, "sampleFraction": str(fraction)})
+    source = QbeastDataSource({"path": path, **options})
     reader: Any = source.reader(source.schema())
     return sum(size for _key, size in reader.selected())
 
@@ -54,12 +57,15 @@ def main() -> None:
     parser.add_argument("--cube-size", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fractions", default="0.01,0.1")
+    parser.add_argument("--sql-extension", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
     import qbeast_connect as qc
+    from qbeast_connect.spark.sql_extension import EXTENSION_CLASS
 
-    spark = bench_session()
+    spark = bench_session(sql_extension={"on": True, "off": False}.get(args.sql_extension))
+    extension = EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
     path = out_dir("/tmp/qbeast-bench-sql") / f"lineitem_sf{args.sf}_c{args.cube_size}"
     indexed_copy(spark, lineitem(args.sf), path, args.cube_size)
     table = qc.QbeastTable.forPath(spark, str(path))
@@ -73,6 +79,7 @@ def main() -> None:
         "runs": args.runs,
         "load_before": load_average(),
         "table_bytes": total,
+        "sql_extension": extension,
         "fractions": {},
     }
     for fraction in (float(f) for f in args.fractions.split(",")):
@@ -88,6 +95,9 @@ def main() -> None:
             "sql_TABLESAMPLE": lambda f=fraction: spark.sql(
                 f"SELECT * FROM li TABLESAMPLE ({f * 100:g} PERCENT)"
             ),
+            "df.sample": lambda f=fraction: spark.read.format("qbeast")
+            .load(str(path))
+            .sample(fraction=f, seed=1),
         }
         times: dict[str, list[float]] = {k: [] for k in reads}
         answers: dict[str, Any] = {}
@@ -98,21 +108,24 @@ def main() -> None:
                 if run:
                     times[key].append(time.perf_counter() - start)
         sample_bytes = _files_bytes(table.sample(fraction).inputFiles())
-        sql_bytes = _sql_sample_bytes(str(path), fraction)
-        # the SQL sample is QbeastTable.sample's rows: same count and same hash sum
-        same = (answers["sql_sampleFraction"][2], answers["sql_sampleFraction"][3]) == (
-            answers["QbeastTable.sample"][2],
-            answers["QbeastTable.sample"][3],
-        )
+        sql_bytes = _plugin_bytes(str(path), sampleFraction=str(fraction))
+        pushed = {"tableSampleFraction": str(fraction), "tableSampleSeed": "1"}
+        tablesample_bytes = _plugin_bytes(str(path), **pushed) if extension else total
+        # the same rows as QbeastTable.sample: same count and same hash sum
+        expected = (answers["QbeastTable.sample"][2], answers["QbeastTable.sample"][3])
+        same = {k: (a[2], a[3]) == expected for k, a in answers.items()}
         report["fractions"][str(fraction)] = {
             "seconds": {k: median(v) for k, v in times.items()},
             "bytes": {
                 "sql_sampleFraction": sql_bytes,
                 "QbeastTable.sample": sample_bytes,
-                "sql_TABLESAMPLE": total,
+                "sql_TABLESAMPLE": tablesample_bytes,
+                "df.sample": tablesample_bytes,
             },
             "sql_bytes_vs_sample": sql_bytes / sample_bytes if sample_bytes else None,
-            "tablesample_bytes_vs_sample": total / sample_bytes if sample_bytes else None,
+            "tablesample_bytes_vs_sample": (
+                tablesample_bytes / sample_bytes if sample_bytes else None
+            ),
             "same_rows_as_sample": same,
             "rows": answers["QbeastTable.sample"][2],
         }

@@ -8,8 +8,10 @@ qbeast-connect as well.
 
 Reading: ``spark.read.format("qbeast").load(path)``, options ``versionAsOf`` and
     ``sampleFraction`` (exactly the rows of ``QbeastTable.sample(f)``, from the files the
-    index selects for that sample: Spark's own ``TABLESAMPLE``/``DataFrame.sample`` never
-    reach a Python data source, see docs/remote.md).
+    index selects for that sample). ``TABLESAMPLE``/``DataFrame.sample`` reach a Python data
+    source only through the server's SQL extension, whose rule adds the options
+    ``tableSampleFraction``/``tableSampleSeed`` (``qbeast_connect/spark/sql_extension.py``,
+    docs/remote.md).
     The schema is the table's (from the Delta log). Filters Spark pushes (comparisons,
     ``IN``, ``IS [NOT] NULL``, ``NOT``, string prefixes) become the planner's predicate tree
     and :func:`~qbeast_connect.planning.file_planner.plan_files` picks the files, so the scan

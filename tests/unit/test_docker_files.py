@@ -46,7 +46,7 @@ def test_base_image_and_java_fit_the_project() -> None:
     assert base.startswith("python:3.11-") and ">=3.11" in requires
     assert "bookworm" in base  # the Debian release that packages openjdk-17
     run = " ".join(rest for keyword, rest in instructions if keyword == "RUN")
-    assert "openjdk-17-jre-headless" in run and "tini" in run
+    assert "openjdk-17-jdk-headless" in run and "tini" in run
     assert "pip install ." in run and "-e" not in run.split("pip install")[1].split("&&")[0]
 
 
