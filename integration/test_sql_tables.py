@@ -4,14 +4,16 @@ A plain ``pyspark`` Connect client, in a process that never imports qbeast-conne
 only SQL to a server with the plugin installed: ``CREATE TABLE ... USING qbeast LOCATION``
 over an existing table or a new one (columns in the option ``schema``), ``SELECT`` with
 and without a filter, ``TABLESAMPLE``, ``INSERT INTO``, ``INSERT OVERWRITE``,
-``DESCRIBE``, ``DROP TABLE`` (the files stay), and the statements Spark cannot route to a
-Python data source (a column list, ``AS SELECT``, no ``LOCATION``), which fail with the
-supported form. Answers are checked against ``deltalake`` reading the same table.
+``DESCRIBE``, ``DROP TABLE`` (the files stay). Answers are checked against ``deltalake``
+reading the same table.
 
 Spark gives a Python data source the catalog's options (the location) only when
 ``CREATE TABLE`` asks it for the schema; the plugin records the location and the write
 options in that schema, which Spark hands to every later read and write
-(``server_plugin.catalog_tables``).
+(``server_plugin.catalog_tables``). The suite's server runs qbeast-connect's SQL extension,
+whose catalog rule hands every read and write the catalog's location and options, so a
+column list, ``AS SELECT`` and managed tables (no ``LOCATION``) work too; on a server without
+the extension (the last test) they fail with the supported form.
 """
 
 from __future__ import annotations
@@ -92,9 +94,8 @@ def test_sql_text_alone_creates_reads_inserts_and_drops(
     table = deltalake_table(path)
     assert table.num_rows == 1050
     assert pc.sum(table.column("x")).as_py() == 999000 + inserted
-    # a column list skips the schema call, so the location is not known: a clear error
-    assert "QBEAST_UNSUPPORTED_OPERATION" in out["columns_read"]
-    assert "option schema" in out["columns_read"]
+    # a column list skips the schema call: the extension's catalog rule gives the location
+    assert out["columns"] == [] and out["columns_read"] == [[1050]]
 
 
 def test_for_name_opens_a_catalog_table(remote_spark: Any, tmp_path: Path) -> None:
@@ -157,16 +158,39 @@ _NEW_TABLE_CLIENT = textwrap.dedent(
     run("after_outside", "SELECT count(*) FROM sql_new")
     run("overwrite", "INSERT OVERWRITE sql_new SELECT id, 0.25, 'o' FROM range(0, 100)")
     run("overwritten", "SELECT count(*), sum(id), sum(x) FROM sql_new")
-    # the errors: a column list, AS SELECT, no LOCATION, no columns for a new table,
-    # columns that are not the existing table's
-    run("cols_create", f"CREATE TABLE sql_cols (id BIGINT) USING qbeast LOCATION '{root}/cols'")
+    # a column list, AS SELECT and managed tables: Spark shows the source no location; the
+    # server's SQL extension hands it the catalog's
+    idx = "columnsToIndex 'id', columnStats '{\\"id_min\\": 0, \\"id_max\\": 9}'"
+    run("cols_create", f"CREATE TABLE sql_cols (id BIGINT) USING qbeast OPTIONS ({idx}) "
+        f"LOCATION '{root}/cols'")
+    run("cols_insert", "INSERT INTO sql_cols VALUES (1), (2)")
     run("cols_read", "SELECT * FROM sql_cols")
-    run("cols_insert", "INSERT INTO sql_cols VALUES (1)")
-    run("ctas", f\"\"\"CREATE TABLE sql_ctas USING qbeast OPTIONS (columnsToIndex 'id',
-        columnStats '{{"id_min": 0, "id_max": 9}}') LOCATION '{root}/ctas'
-        AS SELECT id FROM range(5)\"\"\")
-    run("managed", f"CREATE TABLE sql_managed USING qbeast OPTIONS (schema 'id BIGINT', "
-        f"columnsToIndex 'id', columnStats '{{\\"id_min\\": 0, \\"id_max\\": 9}}')")
+    run("cols_overwrite", "INSERT OVERWRITE sql_cols VALUES (7)")
+    run("cols_after", "SELECT * FROM sql_cols")
+    run("ctas", f"CREATE TABLE sql_ctas USING qbeast OPTIONS ({idx}) LOCATION '{root}/ctas' "
+        "AS SELECT id FROM range(5)")
+    run("ctas_read", "SELECT count(*), sum(id) FROM sql_ctas")
+    run("replace", f"CREATE OR REPLACE TABLE sql_ctas USING qbeast OPTIONS ({idx}) "
+        f"LOCATION '{root}/ctas' AS SELECT id FROM range(3)")
+    run("replace_read", "SELECT count(*), sum(id) FROM sql_ctas")
+    run("drop_ctas", "DROP TABLE IF EXISTS sql_ctas")
+    run("db", f"CREATE DATABASE qb_sql_db LOCATION '{root}/db'")
+    run("managed", f"CREATE TABLE qb_sql_db.sql_managed (id BIGINT) USING qbeast "
+        f"OPTIONS ({idx})")
+    run("managed_insert", "INSERT INTO qb_sql_db.sql_managed SELECT id FROM range(4)")
+    run("managed_read", "SELECT count(*), sum(id) FROM qb_sql_db.sql_managed")
+    import os
+    out["managed_files"] = sorted(os.listdir(f"{root}/db")) if os.path.isdir(f"{root}/db") else []
+    run("managed_drop", "DROP TABLE qb_sql_db.sql_managed")
+    out["managed_files_after"] = (
+        sorted(os.listdir(f"{root}/db")) if os.path.isdir(f"{root}/db") else []
+    )
+    run("managed_ctas", f"CREATE TABLE qb_sql_db.sql_mctas USING qbeast OPTIONS ({idx}) "
+        "AS SELECT id FROM range(6)")
+    run("managed_ctas_read", "SELECT count(*) FROM qb_sql_db.sql_mctas")
+    run("no_location", f"CREATE TABLE sql_managed USING qbeast OPTIONS (schema 'id BIGINT', {idx})")
+    run("drop_db", "DROP DATABASE qb_sql_db CASCADE")
+    # the errors: no columns for a new table, columns that are not the existing table's
     run("no_schema", f"CREATE TABLE sql_noschema USING qbeast LOCATION '{root}/none'")
     run("no_stats", f"CREATE TABLE sql_nostats USING qbeast OPTIONS (schema 'id BIGINT', "
         f"columnsToIndex 'id') LOCATION '{root}/nostats'")
@@ -174,7 +198,7 @@ _NEW_TABLE_CLIENT = textwrap.dedent(
         f"LOCATION '{root}/new'")
     run("tables", "SHOW TABLES")
     run("drop", "DROP TABLE sql_new")
-    run("drop_cols", "DROP TABLE sql_cols")
+    run("drop_cols", "DROP TABLE IF EXISTS sql_cols")
     run("tables_after", "SHOW TABLES")
     out["imported"] = sorted(m for m in sys.modules if m.startswith(("qbeast", "server_plugin")))
     print(json.dumps(out))
@@ -232,17 +256,32 @@ def test_sql_text_alone_creates_a_new_table(
     log = "".join(p.read_text() for p in sorted((path / "_delta_log").glob("*.json")))
     assert "qbeast.location" not in log and "qbeast.options" not in log
 
+    # through the extension's catalog rule: a column list, INSERT OVERWRITE, CTAS, CREATE OR
+    # REPLACE ... AS SELECT, managed tables (their files go with DROP)
+    assert out["cols_create"] == [] and out["cols_insert"] == []
+    assert sorted(out["cols_read"]) == [[1], [2]]
+    assert out["cols_overwrite"] == [] and out["cols_after"] == [[7]]
+    assert deltalake_table(str(tmp_path / "cols")).column("id").to_pylist() == [7]
+    assert qc.QbeastTable.forPath(remote_spark, str(tmp_path / "cols")).indexedColumns() == ["id"]
+    assert out["ctas"] == [] and out["ctas_read"] == [[5, 10]]
+    assert out["replace"] == [] and out["replace_read"] == [[3, 3]]
+    assert sorted(deltalake_table(str(tmp_path / "ctas")).column("id").to_pylist()) == [0, 1, 2]
+    assert out["db"] == [] and out["managed"] == [] and out["managed_insert"] == []
+    assert out["managed_read"] == [[4, 6]]
+    assert out["managed_files"] == ["sql_managed"] and out["managed_drop"] == []
+    assert out["managed_files_after"] == []
+    assert out["managed_ctas_read"] == [[6]] and out["drop_db"] == []
+    assert not (tmp_path / "db").exists() or not any((tmp_path / "db").iterdir())
+    # without a column list, CREATE asks the source for the schema, and Spark gives it no
+    # managed location: still refused, naming LOCATION
     unsupported = "QBEAST_UNSUPPORTED_OPERATION"
-    assert out["cols_create"] == []  # Spark runs no code of the source here
-    for key in ("cols_read", "cols_insert", "ctas"):
-        assert unsupported in out[key] and "option schema" in out[key], key
-    assert unsupported in out["managed"] and "needs LOCATION" in out["managed"]
+    assert unsupported in out["no_location"] and "needs LOCATION" in out["no_location"]
     assert "QBEAST_TABLE_NOT_FOUND" in out["no_schema"] and "option schema" in out["no_schema"]
     assert "QBEAST_INVALID_OPTION" in out["no_stats"] and "columnStats" in out["no_stats"]
     assert "QBEAST_SCHEMA_MISMATCH" in out["mismatch"]
     # the failed CREATEs left no table behind, in the catalog or on disk
     assert sorted(row[1] for row in out["tables"]) == ["sql_cols", "sql_new"]
-    for name in ("ctas", "none", "nostats", "cols"):
+    for name in ("none", "nostats"):
         assert not (tmp_path / name).exists(), name
     # DROP TABLE forgets the name and keeps the files (the tables are external)
     assert out["drop"] == [] and out["drop_cols"] == []
@@ -275,3 +314,69 @@ def test_write_to_a_named_table(remote_spark: Any, tmp_path: Path) -> None:
         remote_spark.sql("DROP TABLE IF EXISTS qc_named")
     assert deltalake_table(path).num_rows == 400
     assert not (tmp_path / "elsewhere").exists()
+
+
+_NO_EXTENSION_CLIENT = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+
+    url, root = sys.argv[1], sys.argv[2]
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    out = {}
+
+    def run(key, sql):
+        try:
+            out[key] = [list(r) for r in spark.sql(sql).collect()]
+        except Exception as exc:
+            out[key] = "ERROR: " + str(exc)
+
+    idx = "columnsToIndex 'id', columnStats '{\\"id_min\\": 0, \\"id_max\\": 9}'"
+    run("cols_create", f"CREATE TABLE sql_cols (id BIGINT) USING qbeast LOCATION '{root}/cols'")
+    run("cols_read", "SELECT * FROM sql_cols")
+    run("cols_insert", "INSERT INTO sql_cols VALUES (1)")
+    run("ctas", f"CREATE TABLE sql_ctas USING qbeast OPTIONS ({idx}) LOCATION '{root}/ctas' "
+        "AS SELECT id FROM range(5)")
+    run("managed", f"CREATE TABLE sql_managed USING qbeast OPTIONS (schema 'id BIGINT', {idx})")
+    run("tables", "SHOW TABLES")
+    run("drop_cols", "DROP TABLE sql_cols")
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def plain_server_url() -> Any:
+    """A server started without qbeast-connect's SQL extension (one task slot)."""
+    from qbeast_connect.spark.server import LocalConnectServer
+
+    server = LocalConnectServer(master="local[1]", sql_extension=False).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_without_the_extension_what_spark_hides_is_refused(
+    plain_server_url: str, tmp_path: Path
+) -> None:
+    """Without the extension a Python data source never learns a catalog table's location
+    when CREATE did not ask it for the schema: a column list, CTAS and managed tables fail
+    with QBEAST_UNSUPPORTED_OPERATION naming the form that works, and leave nothing."""
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_EXTENSION_CLIENT, plain_server_url, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    unsupported = "QBEAST_UNSUPPORTED_OPERATION"
+    assert out["cols_create"] == []  # Spark runs no code of the source here
+    for key in ("cols_read", "cols_insert", "ctas"):
+        assert unsupported in out[key] and "option schema" in out[key], key
+    assert unsupported in out["managed"] and "needs LOCATION" in out["managed"]
+    assert sorted(row[1] for row in out["tables"]) == ["sql_cols"]
+    assert out["drop_cols"] == []
+    for name in ("cols", "ctas"):
+        assert not (tmp_path / name).exists(), name

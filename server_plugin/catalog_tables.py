@@ -12,7 +12,10 @@ What Spark 4.2 shows a Python data source of a catalog table (probed, see
 * ``CREATE TABLE t (columns) ...`` and ``CREATE TABLE t ... AS SELECT`` never ask for the
   schema: no Python code runs before the first read or write, which then gets no options
   and no metadata. Nothing tells the source where such a table lives, so its reads and
-  writes are refused (:func:`location_unknown_error`).
+  writes are refused (:func:`location_unknown_error`), unless the server runs
+  qbeast-connect's SQL extension: its catalog rule gives every read and write the
+  catalog's location as ``path`` and the table's OPTIONS, listing their keys in
+  :data:`CATALOG_KEYS_OPTION` so that CREATE's own (``schema``) are dropped here.
 
 So the schema call records the location and the table's write options (``columnsToIndex``,
 ``cubeSize``, ``columnStats``, ...) in the metadata of the schema's first field, which the
@@ -203,6 +206,7 @@ def catalog_view(
     itself win). The schema comes back without those records, so a write never copies
     them into the Delta log.
     """
+    options = _without_create_keys(options)
     location, recorded = _recorded(schema)
     if location is None or schema is None:
         return options, schema
@@ -210,6 +214,27 @@ def catalog_view(
     if not options.get("path"):
         merged["path"] = location
     return merged, _without_records(schema)
+
+
+#: The option in which the server's SQL extension lists the keys it took from the catalog
+#: table's OPTIONS (``QbeastCatalogRule.CATALOG_KEYS``, ``qbeast_connect/spark/jvm``).
+CATALOG_KEYS_OPTION = "qbeastCatalogKeys"
+
+
+def _without_create_keys(options: Mapping[str, str]) -> Mapping[str, str]:
+    """``options`` without the catalog OPTIONS the SQL extension passed on that are not
+    the table's (``schema``, object-store settings: as :func:`table_write_options`)."""
+    lowered = {k.lower(): k for k in options}
+    listed = lowered.get(CATALOG_KEYS_OPTION.lower())
+    if listed is None:
+        return options
+    from_catalog = {k.strip().lower() for k in str(options[listed]).split(",") if k.strip()}
+    kept = table_write_options({k: v for k, v in options.items() if k.lower() in from_catalog})
+    return {
+        k: v
+        for k, v in options.items()
+        if k != listed and (k.lower() not in from_catalog or k in kept)
+    }
 
 
 def location_unknown_error() -> UnsupportedOperationError:

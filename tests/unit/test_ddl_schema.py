@@ -127,3 +127,27 @@ def test_reads_and_writes_see_the_recorded_location_and_options() -> None:
     assert catalog_view({"path": "/y"}, base) == ({"path": "/y"}, base)
     with pytest.raises(InvalidOptionError, match="at least one column"):
         recorded_schema(StructType([]), "/p", {})
+
+
+def test_the_extensions_catalog_options_keep_only_the_tables_own() -> None:
+    """The SQL extension's catalog rule passes a table's OPTIONS on to every read and write,
+    listing their keys: CREATE's own (``schema``) and object-store settings among them are
+    dropped, options that did not come from the catalog (a session's storage settings) stay."""
+    base = StructType([StructField("id", LongType())])
+    options, schema = catalog_view(
+        {
+            "path": "/data/t",
+            "schema": "id BIGINT",
+            "columnsToIndex": "id",
+            "fs.s3a.secret.key": "from-the-catalog",
+            "fs.s3a.access.key": "from-the-session",
+            "qbeastCatalogKeys": "schema,columnsToIndex,fs.s3a.secret.key",
+        },
+        base,
+    )
+    assert dict(options) == {
+        "path": "/data/t",
+        "columnsToIndex": "id",
+        "fs.s3a.access.key": "from-the-session",
+    }
+    assert schema == base

@@ -10,13 +10,21 @@ import scala.runtime.BoxedUnit;
 
 /**
  * qbeast-connect's Spark SQL extension ({@code spark.sql.extensions}): optional, for servers
- * that want samples from SQL and DataFrames pushed to the qbeast index. Its one optimizer
- * rule is {@link QbeastSampleRule}; the Python plugin works without it.
+ * that want samples from SQL and DataFrames pushed to the qbeast index and catalog tables
+ * with column lists, managed tables and CTAS: {@link QbeastSampleRule} and
+ * {@link QbeastCatalogRule}. The Python plugin works without it.
  */
 public final class QbeastConnectExtensions
     extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectPostHocResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new QbeastCatalogRule(session);
+          }
+        });
     extensions.injectOptimizerRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
       @Override
       public Rule<LogicalPlan> apply(SparkSession session) {

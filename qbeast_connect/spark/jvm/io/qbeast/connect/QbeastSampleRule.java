@@ -10,12 +10,6 @@ import org.apache.spark.sql.catalyst.plans.logical.Sample;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-
-import scala.Function1;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Hands {@code TABLESAMPLE (p PERCENT)} and {@code DataFrame.sample(f)} over a read of the
@@ -31,8 +25,7 @@ import scala.runtime.AbstractPartialFunction;
  * stacked samples multiply their fractions. Anything else (with replacement, {@code
  * randomSplit}'s ranges, other sources) is left to Spark.
  *
- * <p>The relation gets a new table object: {@code PythonDataSourceV2} keeps the Python source
- * it made for the first options it saw, so the old one would never see the added options.
+ * <p>The relation gets a new table object ({@link QbeastRelations#withOptions}).
  */
 public final class QbeastSampleRule extends Rule<LogicalPlan> {
   /** The read option with the fraction of rows to keep (the plugin reads it). */
@@ -40,15 +33,12 @@ public final class QbeastSampleRule extends Rule<LogicalPlan> {
   /** The read option with Spark's seed, for the Bernoulli sample of a table with no index. */
   public static final String SEED = "tableSampleSeed";
 
-  private static final String SOURCE = "qbeast";
-
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    return plan.transformUp(partial(QbeastSampleRule::rewrite));
+    return plan.transformUp(QbeastRelations.partial(QbeastSampleRule::rewrite));
   }
 
   /** {@code plan} without its sample, or null when the rule does not apply to it. */
-  @SuppressWarnings("deprecation") // Table.schema(): PythonTable's schema, as Spark gives it
   static LogicalPlan rewrite(LogicalPlan plan) {
     if (!(plan instanceof Sample)) {
       return null;
@@ -72,13 +62,9 @@ public final class QbeastSampleRule extends Rule<LogicalPlan> {
     options.remove(SEED);
     options.put(FRACTION, Double.toString(fraction));
     options.put(SEED, sample.seed().isDefined() ? sample.seed().get().toString() : "0");
-    PythonDataSourceV2 source = new PythonDataSourceV2();
-    source.setShortName(relation.table().name());
-    PythonTable table =
-        new PythonTable(source, relation.table().name(), relation.table().schema());
-    DataSourceV2Relation sampled = relation.copy(table, relation.output(), relation.catalog(),
-        relation.identifier(), new CaseInsensitiveStringMap(options), relation.timeTravelSpec());
-    return sample.child().transformUp(partial(node -> node == relation ? sampled : null));
+    DataSourceV2Relation sampled = QbeastRelations.withOptions(relation, options);
+    return sample.child()
+        .transformUp(QbeastRelations.partial(node -> node == relation ? sampled : null));
   }
 
   /** The qbeast relation under deterministic projections, filters and aliases, or null. */
@@ -95,31 +81,6 @@ public final class QbeastSampleRule extends Rule<LogicalPlan> {
         break;
       }
     }
-    if (!(node instanceof DataSourceV2Relation)) {
-      return null;
-    }
-    DataSourceV2Relation relation = (DataSourceV2Relation) node;
-    boolean ours = relation.table() instanceof PythonTable
-        && SOURCE.equalsIgnoreCase(relation.table().name());
-    return ours ? relation : null;
-  }
-
-  /** A Scala partial function defined where {@code f} returns non-null. */
-  private static AbstractPartialFunction<LogicalPlan, LogicalPlan> partial(
-      java.util.function.Function<LogicalPlan, LogicalPlan> f) {
-    return new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-      @Override
-      public boolean isDefinedAt(LogicalPlan node) {
-        return f.apply(node) != null;
-      }
-
-      @Override
-      public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> fallback) {
-        LogicalPlan out = f.apply(node);
-        @SuppressWarnings("unchecked")
-        B1 result = out == null ? fallback.apply(node) : (B1) out;
-        return result;
-      }
-    };
+    return QbeastRelations.isQbeast(node) ? (DataSourceV2Relation) node : null;
   }
 }
