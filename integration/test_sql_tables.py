@@ -33,12 +33,15 @@ from tests.spark.helpers import deltalake_table
 
 pytestmark = [pytest.mark.slow]
 
-_CLIENT = textwrap.dedent(
+#: The start of every SQL-only client below: a plain pyspark session to the URL in argv[1],
+#: the folder or table path in argv[2] as ``root``, and ``run(key, sql)`` keeping each
+#: statement's rows (or its error) in ``out``.
+_HEAD = textwrap.dedent(
     """
     import json, sys
     from pyspark.sql import SparkSession
 
-    url, path = sys.argv[1], sys.argv[2]
+    url, root = sys.argv[1], sys.argv[2]
     spark = SparkSession.builder.remote(url).getOrCreate()
     out = {}
 
@@ -47,6 +50,26 @@ _CLIENT = textwrap.dedent(
             out[key] = [list(r) for r in spark.sql(sql).collect()]
         except Exception as exc:
             out[key] = "ERROR: " + str(exc)
+    """
+)
+
+
+def _run_client(script: str, url: str, root: str) -> dict[str, Any]:
+    """What a SQL-only client script printed: its ``out``, as JSON on its last line."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, url, root],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+_CLIENT = _HEAD + textwrap.dedent(
+    """
+    path = root
 
     run("drop0", "DROP TABLE IF EXISTS sql_events")
     run("create", f"CREATE TABLE sql_events USING qbeast LOCATION '{path}'")
@@ -75,14 +98,7 @@ def test_sql_text_alone_creates_reads_inserts_and_drops(
         columnsToIndex="id,x",
         cubeSize=100,
     )
-    done = subprocess.run(
-        [sys.executable, "-c", _CLIENT, remote_url, path],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = _run_client(_CLIENT, remote_url, path)
     assert out["imported"] == []
     assert out["create"] == [] and out["insert"] == [] and out["drop"] == []
     assert out["all"] == [[1000, 999000]]
@@ -122,20 +138,8 @@ def test_for_name_opens_a_catalog_table(remote_spark: Any, tmp_path: Path) -> No
         qc.QbeastTable.forName(remote_spark, "nope_events")
 
 
-_NEW_TABLE_CLIENT = textwrap.dedent(
+_NEW_TABLE_CLIENT = _HEAD + textwrap.dedent(
     """
-    import json, sys
-    from pyspark.sql import SparkSession
-
-    url, root = sys.argv[1], sys.argv[2]
-    spark = SparkSession.builder.remote(url).getOrCreate()
-    out = {}
-
-    def run(key, sql):
-        try:
-            out[key] = [list(r) for r in spark.sql(sql).collect()]
-        except Exception as exc:
-            out[key] = "ERROR: " + str(exc)
 
     stats = '{"id_min": 0, "id_max": 1000, "x_min": 0, "x_max": 1}'
     run("create", f\"\"\"CREATE TABLE sql_new USING qbeast OPTIONS (
@@ -209,14 +213,7 @@ _NEW_TABLE_CLIENT = textwrap.dedent(
 def test_sql_text_alone_creates_a_new_table(
     remote_spark: Any, remote_url: str, tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _NEW_TABLE_CLIENT, remote_url, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = _run_client(_NEW_TABLE_CLIENT, remote_url, str(tmp_path))
     assert out["imported"] == []
     assert out["create"] == [] and out["empty"] == [[0]]
     assert [row[:2] for row in out["describe"]] == [
@@ -316,20 +313,8 @@ def test_write_to_a_named_table(remote_spark: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "elsewhere").exists()
 
 
-_NO_EXTENSION_CLIENT = textwrap.dedent(
+_NO_EXTENSION_CLIENT = _HEAD + textwrap.dedent(
     """
-    import json, sys
-    from pyspark.sql import SparkSession
-
-    url, root = sys.argv[1], sys.argv[2]
-    spark = SparkSession.builder.remote(url).getOrCreate()
-    out = {}
-
-    def run(key, sql):
-        try:
-            out[key] = [list(r) for r in spark.sql(sql).collect()]
-        except Exception as exc:
-            out[key] = "ERROR: " + str(exc)
 
     idx = "columnsToIndex 'id', columnStats '{\\"id_min\\": 0, \\"id_max\\": 9}'"
     run("cols_create", f"CREATE TABLE sql_cols (id BIGINT) USING qbeast LOCATION '{root}/cols'")
@@ -363,14 +348,7 @@ def test_without_the_extension_what_spark_hides_is_refused(
     """Without the extension a Python data source never learns a catalog table's location
     when CREATE did not ask it for the schema: a column list, CTAS and managed tables fail
     with QBEAST_UNSUPPORTED_OPERATION naming the form that works, and leave nothing."""
-    done = subprocess.run(
-        [sys.executable, "-c", _NO_EXTENSION_CLIENT, plain_server_url, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = _run_client(_NO_EXTENSION_CLIENT, plain_server_url, str(tmp_path))
     unsupported = "QBEAST_UNSUPPORTED_OPERATION"
     assert out["cols_create"] == []  # Spark runs no code of the source here
     for key in ("cols_read", "cols_insert", "ctas"):
@@ -380,3 +358,13 @@ def test_without_the_extension_what_spark_hides_is_refused(
     assert out["drop_cols"] == []
     for name in ("cols", "ctas"):
         assert not (tmp_path / name).exists(), name
+
+
+def test_a_session_can_require_the_extension(plain_server_url: str, remote_url: str) -> None:
+    from qbeast_connect.spark.sql_extension import EXTENSION_CLASS
+
+    with pytest.raises(qc.MissingDependencyError, match=f"does not name {EXTENSION_CLASS}"):
+        qc.session(remote=plain_server_url, sql_extension=True)
+    # the suite's server runs it (the session is the module's, cached)
+    spark = qc.session(remote=remote_url, sql_extension=True)
+    assert EXTENSION_CLASS in spark.conf.get("spark.sql.extensions").split(",")

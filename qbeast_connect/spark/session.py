@@ -117,6 +117,8 @@ def session(
             if not _server_gone(cached):
                 if delta and remote is not None:
                     _require_delta(cached, remote)
+                if sql_extension and remote is not None:
+                    _require_sql_extension(cached, remote)
                 return cached
             _close_quietly(cached)
         if remote is None:
@@ -173,34 +175,41 @@ def embedded_server(delta: bool = False) -> LocalConnectServer | None:
 
 def _require_delta(spark: SparkSession, url: str) -> None:
     """Raise unless the server of ``spark`` runs Delta's SQL extension."""
-    from qbeast_connect.exceptions import MissingDependencyError
     from qbeast_connect.spark.delta_jvm import DELTA_SESSION_CONF
 
     extension = DELTA_SESSION_CONF["spark.sql.extensions"]
-    configured = spark.conf.get("spark.sql.extensions", "") or ""
-    if extension not in configured.split(","):
-        raise MissingDependencyError(
-            f"delta=True, but the server at {url} does not run Delta Lake's engine "
-            f"(spark.sql.extensions does not name {extension}): start it with "
-            "'qbeast-connect server start --delta', or with Delta's jars and the settings "
-            + ", ".join(f"{k}={v}" for k, v in DELTA_SESSION_CONF.items())
-        )
+    _require_extension(
+        spark,
+        extension,
+        f"delta=True, but the server at {url} does not run Delta Lake's engine "
+        f"(spark.sql.extensions does not name {extension}): start it with "
+        "'qbeast-connect server start --delta', or with Delta's jars and the settings "
+        + ", ".join(f"{k}={v}" for k, v in DELTA_SESSION_CONF.items()),
+    )
 
 
 def _require_sql_extension(spark: SparkSession, url: str) -> None:
     """Raise unless the server of ``spark`` runs qbeast-connect's SQL extension."""
-    from qbeast_connect.exceptions import MissingDependencyError
     from qbeast_connect.spark.sql_extension import EXTENSION_CLASS
 
+    _require_extension(
+        spark,
+        EXTENSION_CLASS,
+        f"sql_extension=True, but the server at {url} does not run qbeast-connect's SQL "
+        f"extension (spark.sql.extensions does not name {EXTENSION_CLASS}): start it with "
+        "'qbeast-connect server start', or with --jars <the jar 'python -m "
+        f"qbeast_connect.spark.sql_extension' prints> --conf spark.sql.extensions="
+        f"{EXTENSION_CLASS}",
+    )
+
+
+def _require_extension(spark: SparkSession, extension: str, message: str) -> None:
+    """Raise ``MissingDependencyError(message)`` unless the server runs ``extension``."""
+    from qbeast_connect.exceptions import MissingDependencyError
+
     configured = spark.conf.get("spark.sql.extensions", "") or ""
-    if EXTENSION_CLASS not in configured.split(","):
-        raise MissingDependencyError(
-            f"sql_extension=True, but the server at {url} does not run qbeast-connect's SQL "
-            f"extension (spark.sql.extensions does not name {EXTENSION_CLASS}): start it with "
-            "'qbeast-connect server start', or with --jars <the jar 'python -m "
-            f"qbeast_connect.spark.sql_extension' prints> --conf spark.sql.extensions="
-            f"{EXTENSION_CLASS}"
-        )
+    if extension not in configured.split(","):
+        raise MissingDependencyError(message)
 
 
 def stop(remote: str | None = None, *, delta: bool = False) -> None:
