@@ -192,6 +192,10 @@ _NEW_TABLE_CLIENT = _HEAD + textwrap.dedent(
     run("managed_ctas", f"CREATE TABLE qb_sql_db.sql_mctas USING qbeast OPTIONS ({idx}) "
         "AS SELECT id FROM range(6)")
     run("managed_ctas_read", "SELECT count(*) FROM qb_sql_db.sql_mctas")
+    run("parted", f"CREATE TABLE sql_parted (id BIGINT, d STRING) USING qbeast "
+        f"PARTITIONED BY (d) OPTIONS ({idx}) LOCATION '{root}/parted'")
+    run("parted_insert", "INSERT INTO sql_parted VALUES (1, 'a')")
+    run("parted_drop", "DROP TABLE sql_parted")
     run("no_location", f"CREATE TABLE sql_managed USING qbeast OPTIONS (schema 'id BIGINT', {idx})")
     run("drop_db", "DROP DATABASE qb_sql_db CASCADE")
     # the errors: no columns for a new table, columns that are not the existing table's
@@ -269,6 +273,11 @@ def test_sql_text_alone_creates_a_new_table(
     assert out["managed_files_after"] == []
     assert out["managed_ctas_read"] == [[6]] and out["drop_db"] == []
     assert not (tmp_path / "db").exists() or not any((tmp_path / "db").iterdir())
+    # PARTITIONED BY columns: refused at the first write, nothing written
+    assert out["parted"] == [] and out["parted_drop"] == []
+    assert "QBEAST_UNSUPPORTED_OPERATION" in out["parted_insert"]
+    assert "PARTITIONED BY (d)" in out["parted_insert"]
+    assert not (tmp_path / "parted" / "_delta_log").exists()
     # without a column list, CREATE asks the source for the schema, and Spark gives it no
     # managed location: still refused, naming LOCATION
     unsupported = "QBEAST_UNSUPPORTED_OPERATION"

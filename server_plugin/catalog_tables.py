@@ -41,10 +41,13 @@ from qbeast_connect.rules.ddl_schema import ddl_schema_json
 from server_plugin.delta.storage.scope import storage_settings
 
 __all__ = [
+    "CATALOG_KEYS_OPTION",
+    "CATALOG_PARTITIONS_OPTION",
     "LOCATION_METADATA_KEY",
     "OPTIONS_METADATA_KEY",
     "SCHEMA_OPTION",
     "catalog_view",
+    "check_catalog_partitioning",
     "check_declared_schema",
     "create_location",
     "declared_schema",
@@ -219,6 +222,30 @@ def catalog_view(
 #: The option in which the server's SQL extension lists the keys it took from the catalog
 #: table's OPTIONS (``QbeastCatalogRule.CATALOG_KEYS``, ``qbeast_connect/spark/jvm``).
 CATALOG_KEYS_OPTION = "qbeastCatalogKeys"
+
+
+#: The option in which the SQL extension passes a catalog table's ``PARTITIONED BY`` columns.
+CATALOG_PARTITIONS_OPTION = "qbeastCatalogPartitionColumns"
+
+
+def check_catalog_partitioning(options: Mapping[str, str]) -> None:
+    """Refuse a write to a catalog table declared ``PARTITIONED BY``: a qbeast table's
+    partitions are time partitions of the ``partitionBy`` option, and writing the table
+    unpartitioned would drop what the ``CREATE`` asked for without a word.
+
+    Raises:
+        UnsupportedOperationError: the catalog table has ``PARTITIONED BY`` columns.
+    """
+    columns = next(
+        (v for k, v in options.items() if k.lower() == CATALOG_PARTITIONS_OPTION.lower()), None
+    )
+    if columns:
+        raise UnsupportedOperationError(
+            f"the catalog table is PARTITIONED BY ({columns}), and qbeast tables are not "
+            "partitioned by column values: drop the table and create it without PARTITIONED "
+            "BY; for time partitions give OPTIONS (partitionBy '<time column>:<period>', e.g. "
+            "'ts:daily')"
+        )
 
 
 def _without_create_keys(options: Mapping[str, str]) -> Mapping[str, str]:

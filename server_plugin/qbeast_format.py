@@ -67,6 +67,7 @@ from qbeast_connect.options import parse_bool
 from qbeast_connect.rules.column_mapping import mapping_mode
 from server_plugin.catalog_tables import (
     catalog_view,
+    check_catalog_partitioning,
     check_declared_schema,
     create_location,
     declared_schema,
@@ -540,6 +541,7 @@ class QbeastDataSource(DataSource):
 
         options, viewed = catalog_view(self.options, schema)
         assert viewed is not None
+        check_catalog_partitioning(options)
         if sample_fraction(options) is not None:
             raise InvalidOptionError(
                 f"option {SAMPLE_OPTION} reads a sample of a table and cannot write: write to "

@@ -151,3 +151,12 @@ def test_the_extensions_catalog_options_keep_only_the_tables_own() -> None:
         "fs.s3a.access.key": "from-the-session",
     }
     assert schema == base
+
+
+def test_a_catalog_table_partitioned_by_columns_is_refused_on_write() -> None:
+    from qbeast_connect.exceptions import UnsupportedOperationError
+    from server_plugin.catalog_tables import check_catalog_partitioning
+
+    check_catalog_partitioning({"path": "/t", "partitionBy": "ts:daily"})  # time partitions
+    with pytest.raises(UnsupportedOperationError, match=r"PARTITIONED BY \(d\).*partitionBy"):
+        check_catalog_partitioning({"path": "/t", "qbeastCatalogPartitionColumns": "d"})

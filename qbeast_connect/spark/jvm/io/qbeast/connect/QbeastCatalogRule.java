@@ -35,6 +35,8 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class QbeastCatalogRule extends Rule<LogicalPlan> {
   /** The option that lists the keys taken from the catalog's OPTIONS (the plugin reads it). */
   public static final String CATALOG_KEYS = "qbeastCatalogKeys";
+  /** The option with the catalog table's PARTITIONED BY columns (the plugin refuses them). */
+  public static final String PARTITION_COLUMNS = "qbeastCatalogPartitionColumns";
 
   private final SparkSession session;
 
@@ -128,6 +130,10 @@ public final class QbeastCatalogRule extends Rule<LogicalPlan> {
     // the plugin keeps only the table options among these (not CREATE's own, like schema)
     options.put(CATALOG_KEYS, String.join(",", options.keySet()));
     options.put("path", location(table.location()));
+    if (!table.partitionColumnNames().isEmpty()) {
+      options.put(PARTITION_COLUMNS,
+          String.join(",", CollectionConverters.asJava(table.partitionColumnNames())));
+    }
     for (Map.Entry<String, String> entry : given.entrySet()) {
       options.keySet().removeIf(key -> key.equalsIgnoreCase(entry.getKey()));
       options.put(entry.getKey(), entry.getValue());
