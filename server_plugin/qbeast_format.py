@@ -118,6 +118,11 @@ def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
     return default if value is None else parse_bool(key, value)
 
 
+#: The read option the server's SQL extension turns ``VERSION AS OF n`` on a catalog table
+#: into (``QbeastTimeTravelRule``, ``qbeast_connect/spark/jvm``).
+SQL_VERSION_OPTION = "qbeastVersionAsOf"
+
+
 def _optional_int(options: Mapping[str, str], key: str) -> int | None:
     value = options.get(key)
     if value is None or str(value).strip() == "":
@@ -457,7 +462,12 @@ class QbeastDataSource(DataSource):
         pinned = getattr(self, "_pinned_version", None)
         if pinned is not None:
             return int(pinned)
-        return _optional_int(self.options, "versionAsOf")
+        version = _optional_int(self.options, "versionAsOf")
+        if version is None:
+            # VERSION AS OF on a catalog table, handed over by the server's SQL extension
+            # under its own name (Spark refuses the time travel options of such a table)
+            version = _optional_int(self.options, SQL_VERSION_OPTION)
+        return version
 
     def schema(self) -> StructType:
         if is_catalog_create(self.options):

@@ -3,10 +3,13 @@
 Spark 4.2 gives a Python data source no hook for a sample: ``SELECT ... TABLESAMPLE (1
 PERCENT)`` and ``df.sample(0.01)`` over ``format("qbeast")`` read every file the filters
 select and sample the rows afterwards. The one hook that reaches the plan from any Connect
-client is a JVM extension on the server (``spark.sql.extensions``): its optimizer rule
-(``jvm/io/qbeast/connect/QbeastSampleRule.java``, beside this file) removes such a sample and
+client is a JVM extension on the server (``spark.sql.extensions``), whose sources are beside
+this file (``jvm/io/qbeast/connect``). Its rules: ``QbeastSampleRule`` removes such a sample and
 hands its fraction to the plugin as a read option, which returns the rows of
-``QbeastTable.sample(fraction)`` from the files the index selects.
+``QbeastTable.sample(fraction)`` from the files the index selects; ``QbeastCatalogRule`` gives
+reads and writes of catalog tables the catalog's location and OPTIONS (which Spark shows a
+Python data source only at ``CREATE``), so column lists, CTAS and managed tables work;
+``QbeastTimeTravelRule`` turns ``VERSION AS OF n`` on such a table into a read option.
 
 The extension is optional: the plugin works on a stock server without it, and then samples
 are Spark's. Servers qbeast-connect starts (``qc.session()``'s embedded server and

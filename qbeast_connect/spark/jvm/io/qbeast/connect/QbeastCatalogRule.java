@@ -111,13 +111,9 @@ public final class QbeastCatalogRule extends Rule<LogicalPlan> {
     }
     Identifier id = relation.identifier().get();
     String[] namespace = id.namespace();
-    Option<String> database =
-        namespace.length == 0 ? Option.empty() : Option.apply(namespace[namespace.length - 1]);
-    CatalogTable table;
-    try {
-      table = ((org.apache.spark.sql.classic.SparkSession) session).sessionState().catalog()
-          .getTableMetadata(new TableIdentifier(id.name(), database));
-    } catch (Exception e) {
+    CatalogTable table = catalogTable(session,
+        namespace.length == 0 ? null : namespace[namespace.length - 1], id.name());
+    if (table == null) {
       return null; // not a session catalog table after all: the plugin says what is missing
     }
     Map<String, String> options = new HashMap<>();
@@ -139,6 +135,16 @@ public final class QbeastCatalogRule extends Rule<LogicalPlan> {
       options.put(entry.getKey(), entry.getValue());
     }
     return options;
+  }
+
+  /** The session catalog's table {@code database.name} (null: none, or it cannot be read). */
+  static CatalogTable catalogTable(SparkSession session, String database, String name) {
+    try {
+      return ((org.apache.spark.sql.classic.SparkSession) session).sessionState().catalog()
+          .getTableMetadata(new TableIdentifier(name, Option.apply(database)));
+    } catch (Exception e) {
+      return null;
+    }
   }
 
   /** A local location as a path, any other as its URI. */

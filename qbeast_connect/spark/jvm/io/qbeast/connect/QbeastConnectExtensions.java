@@ -11,13 +11,21 @@ import scala.runtime.BoxedUnit;
 /**
  * qbeast-connect's Spark SQL extension ({@code spark.sql.extensions}): optional, for servers
  * that want samples from SQL and DataFrames pushed to the qbeast index and catalog tables
- * with column lists, managed tables and CTAS: {@link QbeastSampleRule} and
- * {@link QbeastCatalogRule}. The Python plugin works without it.
+ * with column lists, managed tables, CTAS and {@code VERSION AS OF}: {@link QbeastSampleRule},
+ * {@link QbeastCatalogRule} and {@link QbeastTimeTravelRule}. The Python plugin works without
+ * it.
  */
 public final class QbeastConnectExtensions
     extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new QbeastTimeTravelRule(session);
+          }
+        });
     extensions.injectPostHocResolutionRule(
         new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
           @Override
