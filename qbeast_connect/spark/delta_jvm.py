@@ -122,20 +122,16 @@ def maven_jars(pom: Path, target: Path, what: str, *, timeout: float = 900.0) ->
             "dependency:copy-dependencies",
             f"-DoutputDirectory={staging}",
         ]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise MissingDependencyError(
-                f"Maven did not fetch {what} within {timeout:.0f} s; run "
-                f"'{' '.join(command)}' to see why"
-            ) from exc
+        done = run_tool(
+            command,
+            timeout,
+            f"Maven did not fetch {what} within {timeout:.0f} s; run '{' '.join(command)}' to "
+            "see why",
+        )
         if done.returncode != 0 or not list(staging.glob("*.jar")):
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
             raise MissingDependencyError(
                 f"Maven could not fetch {what} (exit code {done.returncode}); check that "
-                f"this machine reaches a Maven repository. Maven said:\n{tail}"
+                f"this machine reaches a Maven repository. Maven said:\n{output_tail(done)}"
             )
         (staging / _DONE).write_text(f"{pom.name}\n")
         try:
@@ -147,6 +143,23 @@ def maven_jars(pom: Path, target: Path, what: str, *, timeout: float = 900.0) ->
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return _listed(target)
+
+
+def run_tool(command: list[str], timeout: float, too_slow: str) -> subprocess.CompletedProcess[str]:
+    """Run a build tool (Maven, javac) with its output captured.
+
+    Raises:
+        MissingDependencyError: ``too_slow``, when it runs past ``timeout`` seconds.
+    """
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise MissingDependencyError(too_slow) from exc
+
+
+def output_tail(done: subprocess.CompletedProcess[str], lines: int = 15) -> str:
+    """The last ``lines`` lines a tool printed, for an error message."""
+    return "\n".join((done.stdout + done.stderr).splitlines()[-lines:])
 
 
 def _listed(folder: Path) -> list[str]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -93,6 +92,8 @@ def extension_jar(cache: str | os.PathLike[str] | None = None, *, timeout: float
         MissingDependencyError: no Java compiler, or the compilation failed (its output is
             in the message).
     """
+    from qbeast_connect.spark.delta_jvm import output_tail, run_tool
+
     target = jar_path(cache)
     if target.is_file():
         return target
@@ -123,19 +124,15 @@ def extension_jar(cache: str | os.PathLike[str] | None = None, *, timeout: float
             str(classes),
             *map(str, _sources()),
         ]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise MissingDependencyError(
-                f"javac did not compile qbeast-connect's SQL extension within {timeout:.0f} s"
-            ) from exc
+        done = run_tool(
+            command,
+            timeout,
+            f"javac did not compile qbeast-connect's SQL extension within {timeout:.0f} s",
+        )
         if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
             raise MissingDependencyError(
                 f"javac could not compile qbeast-connect's SQL extension against the Spark "
-                f"jars in {_spark_jars()} (exit code {done.returncode}):\n{tail}"
+                f"jars in {_spark_jars()} (exit code {done.returncode}):\n{output_tail(done)}"
             )
         built = staging / target.name
         with zipfile.ZipFile(built, "w", zipfile.ZIP_DEFLATED) as jar:

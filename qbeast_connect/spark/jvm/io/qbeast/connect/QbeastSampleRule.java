@@ -58,8 +58,6 @@ public final class QbeastSampleRule extends Rule<LogicalPlan> {
     if (earlier != null) {
       fraction *= Double.parseDouble(earlier);
     }
-    options.remove(FRACTION);
-    options.remove(SEED);
     options.put(FRACTION, Double.toString(fraction));
     options.put(SEED, sample.seed().isDefined() ? sample.seed().get().toString() : "0");
     DataSourceV2Relation sampled = QbeastRelations.withOptions(relation, options);

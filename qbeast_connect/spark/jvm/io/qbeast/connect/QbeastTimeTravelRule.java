@@ -49,18 +49,7 @@ public final class QbeastTimeTravelRule extends Rule<LogicalPlan> {
       // spark.read.option("versionAsOf", n).table(name)
       UnresolvedRelation relation = (UnresolvedRelation) plan;
       String version = relation.options().get("versionAsOf");
-      if (version == null || !isQbeastTable(relation)) {
-        return null;
-      }
-      Map<String, String> options = new HashMap<>();
-      relation.options().asCaseSensitiveMap().forEach((key, value) -> {
-        if (!key.equalsIgnoreCase("versionAsOf")) {
-          options.put(key, value);
-        }
-      });
-      options.put(VERSION, version);
-      return relation.copy(relation.multipartIdentifier(), new CaseInsensitiveStringMap(options),
-          relation.isStreaming());
+      return version == null || !isQbeastTable(relation) ? null : atVersion(relation, version);
     }
     if (!(plan instanceof RelationTimeTravel)) {
       return null;
@@ -71,11 +60,18 @@ public final class QbeastTimeTravelRule extends Rule<LogicalPlan> {
       return null;
     }
     UnresolvedRelation relation = (UnresolvedRelation) travel.relation();
-    if (!isQbeastTable(relation)) {
-      return null;
-    }
-    Map<String, String> options = new HashMap<>(relation.options().asCaseSensitiveMap());
-    options.put(VERSION, travel.version().get());
+    return isQbeastTable(relation) ? atVersion(relation, travel.version().get()) : null;
+  }
+
+  /** {@code relation} with the version in {@link #VERSION} instead of Spark's option. */
+  private static UnresolvedRelation atVersion(UnresolvedRelation relation, String version) {
+    Map<String, String> options = new HashMap<>();
+    relation.options().asCaseSensitiveMap().forEach((key, value) -> {
+      if (!key.equalsIgnoreCase("versionAsOf")) {
+        options.put(key, value);
+      }
+    });
+    options.put(VERSION, version);
     return relation.copy(relation.multipartIdentifier(), new CaseInsensitiveStringMap(options),
         relation.isStreaming());
   }
